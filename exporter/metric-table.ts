@@ -1,0 +1,214 @@
+/**
+ * The single declarative source of every Holdfast metric (contract C4).
+ *
+ * The server registry, the SDK meters, the contract test, the Grafana
+ * dashboard generator and the Prometheus rule generator all read this table,
+ * so a renamed metric or label breaks the build instead of a panel or a page.
+ * No label here may take its value from a key, session, owner, token or request:
+ * every label has a closed value set.
+ */
+import { BACKENDS } from '../lock/records.js';
+
+export type MetricType = 'counter' | 'gauge' | 'histogram';
+export type Emitter = 'server' | 'sdk';
+
+export interface MetricSpec {
+  readonly name: string;
+  readonly type: MetricType;
+  readonly help: string;
+  /** Base unit for the name suffix and dashboards ("seconds", "attempts", "locks", ...). */
+  readonly unit: string;
+  /** Label name → its closed set of values. */
+  readonly labels: Readonly<Record<string, readonly string[]>>;
+  readonly emitter: Emitter;
+  readonly buckets?: readonly number[];
+}
+
+/** Lock latencies: sub-millisecond handoffs up to the 30 s maximum wait. */
+export const LOCK_LATENCY_BUCKETS = [
+  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+] as const;
+
+/** Store round trips: 100 µs (embedded) to 5 s (a stalled backend). */
+export const STORE_LATENCY_BUCKETS = [
+  0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
+] as const;
+
+/** SDK attempts per acquire: maxAttempts defaults to 12. */
+export const ATTEMPT_BUCKETS = [1, 2, 3, 4, 6, 8, 12, 16, 24] as const;
+
+export const ACQUIRE_OUTCOMES = [
+  'granted',
+  'contended',
+  'contention_exceeded',
+  'session_not_found',
+  'invalid',
+  'not_leader',
+  'error',
+] as const;
+export const RELEASE_OUTCOMES = ['released', 'lost', 'invalid', 'error'] as const;
+export const RENEW_OUTCOMES = ['renewed', 'lost', 'invalid', 'error'] as const;
+export const WAIT_OUTCOMES = ['released', 'deadline', 'aborted', 'fallback'] as const;
+export const CONTENTION_REASONS = ['contended', 'exceeded'] as const;
+export const SESSION_EXPIRY_CAUSES = ['ttl', 'closed', 'killed'] as const;
+export const FORCE_REVOKE_OUTCOMES = ['revoked', 'not_held', 'token_mismatch'] as const;
+export const STORE_OPS = [
+  'open_session',
+  'heartbeat',
+  'end_session',
+  'expire_sessions',
+  'expire_locks',
+  'try_acquire',
+  'renew',
+  'release',
+  'read_lock',
+  'list_locks',
+  'list_sessions',
+  'force_revoke',
+  'list_audit',
+  'summary',
+  'ping',
+] as const;
+export const STORE_OUTCOMES = ['ok', 'not_leader', 'error'] as const;
+export const CLIENT_ATTEMPT_OUTCOMES = ['granted', 'not_granted', 'error'] as const;
+
+export type AcquireOutcome = (typeof ACQUIRE_OUTCOMES)[number];
+export type ReleaseOutcome = (typeof RELEASE_OUTCOMES)[number];
+export type RenewOutcome = (typeof RENEW_OUTCOMES)[number];
+export type WaitOutcome = (typeof WAIT_OUTCOMES)[number];
+export type ContentionReason = (typeof CONTENTION_REASONS)[number];
+export type ForceRevokeOutcome = (typeof FORCE_REVOKE_OUTCOMES)[number];
+export type StoreOp = (typeof STORE_OPS)[number];
+export type StoreOutcome = (typeof STORE_OUTCOMES)[number];
+export type ClientAttemptOutcome = (typeof CLIENT_ATTEMPT_OUTCOMES)[number];
+
+const backend = { backend: BACKENDS } as const;
+
+export const METRICS = {
+  lockAcquireSeconds: {
+    name: 'lock_acquire_seconds',
+    type: 'histogram',
+    help: 'Time to answer an acquire request (L4), including any server-side wait, by outcome.',
+    unit: 'seconds',
+    labels: { ...backend, outcome: ACQUIRE_OUTCOMES },
+    emitter: 'server',
+    buckets: LOCK_LATENCY_BUCKETS,
+  },
+  lockReleaseTotal: {
+    name: 'lock_release_total',
+    type: 'counter',
+    help: 'Release requests (L6) answered, by outcome.',
+    unit: 'requests',
+    labels: { ...backend, outcome: RELEASE_OUTCOMES },
+    emitter: 'server',
+  },
+  lockRenewTotal: {
+    name: 'lock_renew_total',
+    type: 'counter',
+    help: 'Renew requests (L5) answered, by outcome.',
+    unit: 'requests',
+    labels: { ...backend, outcome: RENEW_OUTCOMES },
+    emitter: 'server',
+  },
+  lockWaitSeconds: {
+    name: 'lock_wait_seconds',
+    type: 'histogram',
+    help: 'Time an acquire with waitMillis > 0 spent waiting for a release, by how the wait ended.',
+    unit: 'seconds',
+    labels: { ...backend, outcome: WAIT_OUTCOMES },
+    emitter: 'server',
+    buckets: LOCK_LATENCY_BUCKETS,
+  },
+  lockContentionTotal: {
+    name: 'lock_contention_total',
+    type: 'counter',
+    help: 'Acquire requests refused because the lock was held (contended) or a contention budget was spent (exceeded).',
+    unit: 'requests',
+    labels: { ...backend, reason: CONTENTION_REASONS },
+    emitter: 'server',
+  },
+  lockHeld: {
+    name: 'lock_held',
+    type: 'gauge',
+    help: 'Locks currently held in the store (read from the store at scrape time).',
+    unit: 'locks',
+    labels: backend,
+    emitter: 'server',
+  },
+  lockWaiters: {
+    name: 'lock_waiters',
+    type: 'gauge',
+    help: 'Acquire requests currently waiting on this server instance (sum across instances).',
+    unit: 'requests',
+    labels: backend,
+    emitter: 'server',
+  },
+  lockSessionsActive: {
+    name: 'lock_sessions_active',
+    type: 'gauge',
+    help: 'Sessions currently alive in the store (read from the store at scrape time).',
+    unit: 'sessions',
+    labels: backend,
+    emitter: 'server',
+  },
+  lockSessionExpiredTotal: {
+    name: 'lock_session_expired_total',
+    type: 'counter',
+    help: 'Sessions ended, by cause: ttl (no heartbeat), closed (L3) or killed (A6).',
+    unit: 'sessions',
+    labels: { ...backend, cause: SESSION_EXPIRY_CAUSES },
+    emitter: 'server',
+  },
+  lockForceRevokeTotal: {
+    name: 'lock_force_revoke_total',
+    type: 'counter',
+    help: 'Operator force-revokes (A3), by outcome.',
+    unit: 'requests',
+    labels: { ...backend, outcome: FORCE_REVOKE_OUTCOMES },
+    emitter: 'server',
+  },
+  lockDeadlockCycles: {
+    name: 'lock_deadlock_cycles',
+    type: 'gauge',
+    help: 'Cycles in the wait-for graph of sessions waiting on this server instance.',
+    unit: 'cycles',
+    labels: backend,
+    emitter: 'server',
+  },
+  lockStoreSeconds: {
+    name: 'lock_store_seconds',
+    type: 'histogram',
+    help: 'Latency of store operations, by operation and outcome.',
+    unit: 'seconds',
+    labels: { ...backend, op: STORE_OPS, outcome: STORE_OUTCOMES },
+    emitter: 'server',
+    buckets: STORE_LATENCY_BUCKETS,
+  },
+  lockSessionLostTotal: {
+    name: 'lock_session_lost_total',
+    type: 'counter',
+    help: 'Sessions the SDK declared lost (heartbeat refused or conservative deadline passed).',
+    unit: 'sessions',
+    labels: backend,
+    emitter: 'sdk',
+  },
+  lockClientAcquireAttempts: {
+    name: 'lock_client_acquire_attempts',
+    type: 'histogram',
+    help: 'L4 attempts the SDK made per acquire call, by how the call ended.',
+    unit: 'attempts',
+    labels: { outcome: CLIENT_ATTEMPT_OUTCOMES },
+    emitter: 'sdk',
+    buckets: ATTEMPT_BUCKETS,
+  },
+} as const satisfies Record<string, MetricSpec>;
+
+export type MetricKey = keyof typeof METRICS;
+export const METRIC_SPECS: readonly MetricSpec[] = Object.values(METRICS);
+
+/** Requests of L4, L5 and L6 answered with one of these count against availability SLO S1. */
+export const SLO_S1 = {
+  objective: 0.999,
+  windowDays: 30,
+  badOutcomes: ['not_leader', 'error'] as const,
+} as const;

@@ -1,0 +1,63 @@
+/**
+ * The audit trail's hash chain: each entry's hash is sha-256 over the previous
+ * entry's hash and the entry's canonical JSON, so altering, inserting or
+ * deleting any entry breaks every hash after it. Stores call `sealAuditEntry`
+ * inside the transaction that appends; `verifyAuditChain` names the first
+ * entry that does not match.
+ */
+import { createHash } from 'node:crypto';
+import type { AuditEntry } from '../records.js';
+
+export const GENESIS_HASH = '0'.repeat(64);
+
+export type UnsealedAuditEntry = Omit<AuditEntry, 'prevHash' | 'hash'>;
+
+/** JSON with keys sorted and undefined fields omitted, so equal entries hash equally everywhere. */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  const entries = Object.entries(value as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+}
+
+export function auditHash(prevHash: string, entry: UnsealedAuditEntry): string {
+  const body: UnsealedAuditEntry = {
+    id: entry.id,
+    at: entry.at,
+    actor: entry.actor,
+    action: entry.action,
+    target: entry.target,
+    fencingToken: entry.fencingToken,
+    reason: entry.reason,
+    outcome: entry.outcome,
+    requestId: entry.requestId,
+  };
+  return createHash('sha256').update(prevHash).update('\n').update(canonicalJson(body)).digest('hex');
+}
+
+export function sealAuditEntry(prevHash: string, entry: UnsealedAuditEntry): AuditEntry {
+  return { ...entry, prevHash, hash: auditHash(prevHash, entry) };
+}
+
+export type ChainVerification =
+  | { ok: true; entries: number; headHash: string }
+  | { ok: false; entries: number; brokenAt: string; problem: string };
+
+/** Walks entries oldest first and reports the first one whose links or hash do not hold. */
+export async function verifyAuditChain(entries: AsyncIterable<AuditEntry> | Iterable<AuditEntry>): Promise<ChainVerification> {
+  let prev = GENESIS_HASH;
+  let count = 0;
+  for await (const entry of entries) {
+    count += 1;
+    if (entry.prevHash !== prev) {
+      return { ok: false, entries: count, brokenAt: entry.id, problem: 'prevHash does not match the previous entry' };
+    }
+    if (auditHash(prev, entry) !== entry.hash) {
+      return { ok: false, entries: count, brokenAt: entry.id, problem: 'hash does not match the entry content' };
+    }
+    prev = entry.hash;
+  }
+  return { ok: true, entries: count, headHash: prev };
+}
