@@ -1,0 +1,239 @@
+/**
+ * Real etcd for tests and benches: a single node (`startEtcd`) or a cluster
+ * (`startEtcdCluster`) on free loopback ports, each member with its own temp
+ * data dir, started from the Debian `etcd` binary (scripts/ensure-deps.sh
+ * installs it). Members can be killed, restarted and asked who leads.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, openSync, closeSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Etcd3 } from 'etcd3';
+
+const ETCD_BINARY = process.env.ETCD_BINARY ?? 'etcd';
+const READY_TIMEOUT_MS = 20_000;
+
+export interface EtcdMember {
+  readonly name: string;
+  readonly clientUrl: string;
+  readonly peerUrl: string;
+  readonly dataDir: string;
+  /** True while the member's process runs. */
+  readonly running: boolean;
+}
+
+export interface EtcdCluster {
+  /** Client endpoints of every member ("http://127.0.0.1:PORT"). */
+  readonly endpoints: string[];
+  readonly members: readonly EtcdMember[];
+  /** SIGKILL a member (no clean shutdown) and wait for its process to exit. */
+  kill(name: string): Promise<void>;
+  /** Start a killed member again on its old ports and data dir; resolves when it is healthy. */
+  restart(name: string): Promise<void>;
+  /** The member every running member agrees leads, or null while there is none. */
+  findLeader(): Promise<EtcdMember | null>;
+  /** Resolves once the running members agree on a leader. */
+  waitForLeader(timeoutMs?: number): Promise<EtcdMember>;
+  stop(): Promise<void>;
+}
+
+export interface EtcdNode {
+  readonly endpoints: string[];
+  readonly member: EtcdMember;
+  kill(): Promise<void>;
+  restart(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** A free loopback port, found by binding port 0 (the machine is shared). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      if (address === null || typeof address === 'string') {
+        reject(new Error('could not read the bound port'));
+        return;
+      }
+      server.close(() => resolve(address.port));
+    });
+  });
+}
+
+/** tmpfs when present: fsync on a shared disk would make every test pay for disk latency. */
+function dataRoot(): string {
+  return existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
+}
+
+class ManagedMember implements EtcdMember {
+  process: ChildProcess | null = null;
+  private exited: Promise<void> = Promise.resolve();
+
+  constructor(
+    readonly name: string,
+    readonly clientUrl: string,
+    readonly peerUrl: string,
+    readonly dataDir: string,
+    private readonly args: string[],
+  ) {}
+
+  get running(): boolean {
+    return this.process !== null;
+  }
+
+  start(): void {
+    if (this.process) throw new Error(`etcd member ${this.name} already runs`);
+    const log = openSync(join(this.dataDir, '..', `${this.name}.log`), 'a');
+    const child = spawn(ETCD_BINARY, this.args, { stdio: ['ignore', log, log] });
+    closeSync(log);
+    liveChildren.add(child);
+    this.process = child;
+    this.exited = new Promise((resolve) => {
+      child.once('exit', () => {
+        liveChildren.delete(child);
+        if (this.process === child) this.process = null;
+        resolve();
+      });
+    });
+  }
+
+  async signal(sig: NodeJS.Signals, graceMs: number): Promise<void> {
+    const child = this.process;
+    if (!child) return;
+    child.kill(sig);
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    await this.exited;
+    clearTimeout(timer);
+  }
+
+  async waitHealthy(): Promise<void> {
+    const deadline = Date.now() + READY_TIMEOUT_MS;
+    let lastProblem = 'not started';
+    while (Date.now() < deadline) {
+      if (!this.process) throw new Error(`etcd member ${this.name} exited during start; see ${this.dataDir}/../${this.name}.log`);
+      try {
+        const response = await fetch(`${this.clientUrl}/health`, { signal: AbortSignal.timeout(1_000) });
+        const body = (await response.json()) as { health?: string };
+        if (body.health === 'true') return;
+        lastProblem = JSON.stringify(body);
+      } catch (error) {
+        lastProblem = String(error);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    throw new Error(`etcd member ${this.name} not healthy after ${READY_TIMEOUT_MS} ms: ${lastProblem}`);
+  }
+}
+
+/** Children still running when the test process exits are killed, never leaked. */
+const liveChildren = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of liveChildren) child.kill('SIGKILL');
+});
+
+async function memberStatus(member: EtcdMember): Promise<{ memberId: string; leaderId: string } | null> {
+  const client = new Etcd3({ hosts: member.clientUrl, dialTimeout: 1_000, defaultCallOptions: () => ({ deadline: Date.now() + 1_000 }) });
+  try {
+    const status = await client.maintenance.status();
+    return { memberId: String(status.header.member_id), leaderId: String(status.leader) };
+  } catch {
+    return null;
+  } finally {
+    client.close();
+  }
+}
+
+export async function startEtcdCluster(size = 3): Promise<EtcdCluster> {
+  const root = mkdtempSync(join(dataRoot(), 'holdfast-etcd-'));
+  const specs: Array<{ name: string; clientPort: number; peerPort: number }> = [];
+  for (let i = 0; i < size; i += 1) {
+    specs.push({ name: `m${i}`, clientPort: await freePort(), peerPort: await freePort() });
+  }
+  const initialCluster = specs.map((s) => `${s.name}=http://127.0.0.1:${s.peerPort}`).join(',');
+  const token = `holdfast-test-${process.pid}-${Date.now()}`;
+  const members = specs.map((s) => {
+    const clientUrl = `http://127.0.0.1:${s.clientPort}`;
+    const peerUrl = `http://127.0.0.1:${s.peerPort}`;
+    const dataDir = join(root, s.name);
+    const args = [
+      `--name=${s.name}`,
+      `--data-dir=${dataDir}`,
+      `--listen-client-urls=${clientUrl}`,
+      `--advertise-client-urls=${clientUrl}`,
+      `--listen-peer-urls=${peerUrl}`,
+      `--initial-advertise-peer-urls=${peerUrl}`,
+      `--initial-cluster=${initialCluster}`,
+      `--initial-cluster-token=${token}`,
+      '--initial-cluster-state=new',
+      '--logger=zap',
+      '--log-outputs=stderr',
+      '--log-level=warn',
+    ];
+    return new ManagedMember(s.name, clientUrl, peerUrl, dataDir, args);
+  });
+  for (const member of members) member.start();
+  try {
+    await Promise.all(members.map((m) => m.waitHealthy()));
+  } catch (error) {
+    await Promise.all(members.map((m) => m.signal('SIGKILL', 0)));
+    throw error;
+  }
+
+  const byName = (name: string): ManagedMember => {
+    const member = members.find((m) => m.name === name);
+    if (!member) throw new Error(`no etcd member named ${name}`);
+    return member;
+  };
+
+  const findLeader = async (): Promise<EtcdMember | null> => {
+    const running = members.filter((m) => m.running);
+    const statuses = await Promise.all(running.map((m) => memberStatus(m)));
+    const leaderIds = new Set(statuses.map((s) => s?.leaderId ?? 'unknown'));
+    if (leaderIds.size !== 1 || leaderIds.has('unknown') || leaderIds.has('0')) return null;
+    const [leaderId] = [...leaderIds];
+    const index = statuses.findIndex((s) => s?.memberId === leaderId);
+    return index >= 0 ? (running[index] ?? null) : null;
+  };
+
+  return {
+    endpoints: members.map((m) => m.clientUrl),
+    members,
+    kill: (name) => byName(name).signal('SIGKILL', 0),
+    restart: async (name) => {
+      const member = byName(name);
+      member.start();
+      await member.waitHealthy();
+    },
+    findLeader,
+    waitForLeader: async (timeoutMs = 20_000) => {
+      const deadline = Date.now() + timeoutMs;
+      while (Date.now() < deadline) {
+        const leader = await findLeader();
+        if (leader) return leader;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      throw new Error(`no etcd leader within ${timeoutMs} ms`);
+    },
+    stop: async () => {
+      await Promise.all(members.map((m) => m.signal('SIGTERM', 5_000)));
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+}
+
+/** One etcd member: what unit tests, the HTTP suite on etcd and most benches need. */
+export async function startEtcd(): Promise<EtcdNode> {
+  const cluster = await startEtcdCluster(1);
+  const member = cluster.members[0];
+  if (!member) throw new Error('etcd cluster of one has no member');
+  return {
+    endpoints: cluster.endpoints,
+    member,
+    kill: () => cluster.kill(member.name),
+    restart: () => cluster.restart(member.name),
+    stop: () => cluster.stop(),
+  };
+}
