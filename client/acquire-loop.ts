@@ -1,0 +1,150 @@
+/**
+ * The bounded retry loop behind one acquire of one key.
+ *
+ * - The deadline is fixed by the caller, once, at entry.
+ * - LOCK_CONTENDED / CONTENTION_EXCEEDED: sleep a full-jitter delay (at least
+ *   the server's Retry-After on 429) and retry only if the remaining budget
+ *   exceeds the delay plus one estimated round trip — otherwise not granted.
+ * - NOT_LEADER or no answer: retry after a short fixed floor (plus jitter), still
+ *   inside the budget; when the budget runs out, throw NotLeaderError / TransportError.
+ * - SESSION_NOT_FOUND: the session is gone — SessionLostError.
+ * - VALIDATION_FAILED or any other non-retryable answer: throw at once.
+ * - A FencedOutError from the grant check is thrown, never retried.
+ * - At most `maxAttempts` L4 calls; a server-side wait is trimmed to fit the budget.
+ *
+ * L4 is idempotent per session (a retry returns the existing grant), so a
+ * retry after an unanswered attempt cannot contend with itself.
+ */
+import type { ApiResult } from './api.js';
+import type { Backoff } from './backoff.js';
+import type { Clock } from './clock.js';
+import {
+  HoldfastClientError,
+  NotLeaderError,
+  ServerError,
+  TransportError,
+  ValidationError,
+} from './errors.js';
+import type { AcquirePolicy } from './policy.js';
+import type { RoundTripEstimator } from './rtt.js';
+import { TRANSIENT_FLOOR_MILLIS } from './runtime.js';
+import type { LockGrant } from './wire.js';
+
+export interface AcquireLoopParams {
+  clock: Clock;
+  backoff: Backoff;
+  rtt: RoundTripEstimator;
+  policy: AcquirePolicy;
+  /** Monotonic ms; computed once by the caller. */
+  deadline: number;
+  signal: AbortSignal | undefined;
+  /** Count of L4 calls made, readable by the caller even when the loop throws. */
+  progress: { attempts: number };
+  /** Throws when the session can no longer acquire (lost or closed). */
+  assertUsable(): void;
+  /** One L4 with the given server-side wait. */
+  send(waitMillis: number): Promise<ApiResult<LockGrant>>;
+  /** The session is gone on the server: mark it lost and return the error to throw. */
+  sessionNotFound(): Error;
+  /** A grant that arrived after the caller's abort: release it, nobody will. */
+  abandon(grant: LockGrant): void;
+}
+
+export type AcquireLoopResult = { granted: true; grant: LockGrant; sentAt: number } | { granted: false };
+
+export async function runAcquireLoop(p: AcquireLoopParams): Promise<AcquireLoopResult> {
+  const { clock, policy, deadline, signal } = p;
+  for (;;) {
+    signal?.throwIfAborted();
+    p.assertUsable();
+    const remaining = deadline - clock.now();
+    const serverWait = Math.max(0, Math.min(policy.waitMillis, Math.floor(remaining - p.rtt.millis)));
+    p.progress.attempts += 1;
+    const attempt = p.progress.attempts;
+    const sentAt = clock.now();
+    let answer: ApiResult<LockGrant>;
+    let exhausted: () => AcquireLoopResult;
+    let delay: number;
+    try {
+      answer = await untilAborted(p.send(serverWait), signal, (late) => {
+        late.then((a) => a.ok && p.abandon(a.value)).catch(() => {});
+      });
+    } catch (error) {
+      signal?.throwIfAborted();
+      if (!isTransportFailure(error)) throw error;
+      const failure = new TransportError('the lock server did not answer the acquire', error);
+      delay = Math.max(TRANSIENT_FLOOR_MILLIS, p.backoff.delay(attempt - 1));
+      exhausted = () => {
+        throw failure;
+      };
+      if (!shouldRetry(p, attempt, delay)) return exhausted();
+      await clock.sleep(delay, signal);
+      continue;
+    }
+    p.rtt.observe(clock.now() - sentAt);
+    if (answer.ok) return { granted: true, grant: answer.value, sentAt };
+
+    switch (answer.code) {
+      case 'LOCK_CONTENDED':
+      case 'CONTENTION_EXCEEDED':
+        delay = Math.max(p.backoff.delay(attempt - 1), answer.retryAfterMillis ?? 0);
+        exhausted = () => ({ granted: false });
+        break;
+      case 'NOT_LEADER':
+        delay = Math.max(TRANSIENT_FLOOR_MILLIS, p.backoff.delay(attempt - 1));
+        exhausted = () => {
+          throw new NotLeaderError(answer.message, answer.requestId);
+        };
+        break;
+      case 'SESSION_NOT_FOUND':
+        throw p.sessionNotFound();
+      case 'VALIDATION_FAILED':
+        throw new ValidationError(answer.message, answer.requestId);
+      default:
+        throw new ServerError(answer.status, answer.code, answer.message, answer.requestId);
+    }
+    if (!shouldRetry(p, attempt, delay)) return exhausted();
+    await clock.sleep(delay, signal);
+  }
+}
+
+/** Another attempt only if allowed and its answer can still arrive before the deadline. */
+function shouldRetry(p: AcquireLoopParams, attempt: number, delay: number): boolean {
+  if (attempt >= p.policy.maxAttempts) return false;
+  return p.deadline - p.clock.now() > delay + p.rtt.millis;
+}
+
+/**
+ * Await `work`, but stop waiting when `signal` aborts. The request is not
+ * cancelled — its outcome is unknown to the server — so `onAbandoned` gets
+ * the late promise to clean up after it.
+ */
+function untilAborted<T>(
+  work: Promise<T>,
+  signal: AbortSignal | undefined,
+  onAbandoned: (late: Promise<T>) => void,
+): Promise<T> {
+  if (signal === undefined) return work;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => {
+      onAbandoned(work);
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+/** Errors thrown by the transport itself (no HTTP answer), as opposed to the SDK's own typed errors. */
+function isTransportFailure(error: unknown): boolean {
+  return !(error instanceof HoldfastClientError);
+}

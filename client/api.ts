@@ -1,0 +1,195 @@
+/**
+ * Typed calls for the routes the SDK uses (C3 L1–L7). Expected answers —
+ * including every C3 error — come back as values so the retry logic can
+ * branch on them; only a transport failure (no answer at all) throws.
+ */
+import { context, propagation } from '@opentelemetry/api';
+import { parseBackend, type BackendLabel } from './backend-label.js';
+import { NotLeaderError, ServerError, ValidationError } from './errors.js';
+import type { Transport, TransportRequest, TransportResponse } from './transport.js';
+import {
+  DECIMAL_TOKEN,
+  type FencingToken,
+  type HeartbeatAck,
+  type LockGrant,
+  type LockInfo,
+  type Released,
+  type SessionOpened,
+} from './wire.js';
+
+interface Answered {
+  status: number;
+  requestId: string | undefined;
+  /** Undefined when the header was missing or outside the closed set. */
+  backend: BackendLabel | undefined;
+}
+
+export interface ApiSuccess<T> extends Answered {
+  ok: true;
+  value: T;
+}
+
+export interface ApiFailure extends Answered {
+  ok: false;
+  /** The C3 code, or `UNKNOWN` when the body was not a C3 error. */
+  code: string;
+  message: string;
+  retryable: boolean;
+  /** From `Retry-After` (seconds) on 429 and 503. */
+  retryAfterMillis: number | undefined;
+}
+
+export type ApiResult<T> = ApiSuccess<T> | ApiFailure;
+
+export class LockApi {
+  constructor(private readonly transport: Transport) {}
+
+  openSession(body: { ttlMillis?: number; owner?: string }): Promise<ApiResult<SessionOpened>> {
+    return this.call({ method: 'POST', path: '/v1/sessions', body }, 201, isSessionOpened);
+  }
+
+  heartbeat(sessionId: string, signal?: AbortSignal): Promise<ApiResult<HeartbeatAck>> {
+    return this.call(
+      { method: 'POST', path: `/v1/sessions/${encodeURIComponent(sessionId)}/heartbeat`, body: {}, signal },
+      200,
+      isObject,
+    );
+  }
+
+  closeSession(sessionId: string, signal?: AbortSignal): Promise<ApiResult<undefined>> {
+    return this.call(
+      { method: 'DELETE', path: `/v1/sessions/${encodeURIComponent(sessionId)}`, signal },
+      204,
+      () => true,
+    );
+  }
+
+  acquire(
+    key: string,
+    body: { sessionId: string; ttlMillis?: number; waitMillis?: number },
+    signal?: AbortSignal,
+  ): Promise<ApiResult<LockGrant>> {
+    return this.call({ method: 'POST', path: lockPath(key, 'acquire'), body, signal }, 200, isGrant);
+  }
+
+  renew(
+    key: string,
+    body: { sessionId: string; fencingToken: FencingToken; ttlMillis?: number },
+    signal?: AbortSignal,
+  ): Promise<ApiResult<LockGrant>> {
+    return this.call({ method: 'POST', path: lockPath(key, 'renew'), body, signal }, 200, isGrant);
+  }
+
+  release(
+    key: string,
+    body: { sessionId: string; fencingToken: FencingToken },
+    signal?: AbortSignal,
+  ): Promise<ApiResult<Released>> {
+    return this.call({ method: 'POST', path: lockPath(key, 'release'), body, signal }, 200, isObject);
+  }
+
+  readLock(key: string, signal?: AbortSignal): Promise<ApiResult<LockInfo>> {
+    return this.call(
+      { method: 'GET', path: `/v1/locks/${encodeURIComponent(key)}`, signal },
+      200,
+      isLockInfo,
+    );
+  }
+
+  private async call<T>(
+    request: TransportRequest,
+    successStatus: number,
+    accept: (body: unknown) => boolean,
+  ): Promise<ApiResult<T>> {
+    // Carry the caller's trace context so the server's lock.acquire span joins the SDK's.
+    const headers: Record<string, string> = {};
+    propagation.inject(context.active(), headers);
+    const response = await this.transport.send({ ...request, headers: { ...request.headers, ...headers } });
+    const answered: Answered = {
+      status: response.status,
+      requestId: response.header('x-request-id') ?? undefined,
+      backend: parseBackend(response.header('holdfast-backend')),
+    };
+    if (response.status === successStatus) {
+      if (!accept(response.body)) {
+        throw new ServerError(
+          response.status,
+          'UNKNOWN',
+          `unexpected ${request.method} ${request.path} body: ${preview(response.body)}`,
+          answered.requestId,
+        );
+      }
+      return { ok: true, value: response.body as T, ...answered };
+    }
+    return { ok: false, ...answered, ...decodeError(response) };
+  }
+}
+
+function lockPath(key: string, action: string): string {
+  return `/v1/locks/${encodeURIComponent(key)}/${action}`;
+}
+
+function decodeError(
+  response: TransportResponse,
+): Pick<ApiFailure, 'code' | 'message' | 'retryable' | 'retryAfterMillis'> {
+  const retryAfter = Number(response.header('retry-after'));
+  const retryAfterMillis = Number.isFinite(retryAfter) && retryAfter >= 0 ? retryAfter * 1000 : undefined;
+  const error = isObject(response.body) ? (response.body as { error?: unknown }).error : undefined;
+  if (isObject(error)) {
+    const { code, message, retryable } = error as { code?: unknown; message?: unknown; retryable?: unknown };
+    if (typeof code === 'string') {
+      return {
+        code,
+        message: typeof message === 'string' ? message : code,
+        retryable: retryable === true,
+        retryAfterMillis,
+      };
+    }
+  }
+  return {
+    code: 'UNKNOWN',
+    message: `HTTP ${response.status}: ${preview(response.body)}`,
+    retryable: false,
+    retryAfterMillis,
+  };
+}
+
+function preview(body: unknown): string {
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  return text === undefined ? '(empty)' : text.slice(0, 200);
+}
+
+function isObject(body: unknown): boolean {
+  return typeof body === 'object' && body !== null;
+}
+
+function isSessionOpened(body: unknown): boolean {
+  return isObject(body) && typeof (body as SessionOpened).sessionId === 'string';
+}
+
+function isGrant(body: unknown): boolean {
+  if (!isObject(body)) return false;
+  const grant = body as LockGrant;
+  return (
+    typeof grant.key === 'string' &&
+    typeof grant.fencingToken === 'string' &&
+    DECIMAL_TOKEN.test(grant.fencingToken) &&
+    typeof grant.ttlMillis === 'number'
+  );
+}
+
+function isLockInfo(body: unknown): boolean {
+  return isObject(body) && typeof (body as LockInfo).held === 'boolean';
+}
+
+/** The SDK error for a C3 failure the caller has to see. */
+export function failureToError(answer: ApiFailure): Error {
+  switch (answer.code) {
+    case 'VALIDATION_FAILED':
+      return new ValidationError(answer.message, answer.requestId);
+    case 'NOT_LEADER':
+      return new NotLeaderError(answer.message, answer.requestId);
+    default:
+      return new ServerError(answer.status, answer.code, answer.message, answer.requestId);
+  }
+}

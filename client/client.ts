@@ -1,0 +1,123 @@
+/**
+ * The entry point: `new LockClient({ baseUrl })`, then `openSession()`.
+ *
+ * Everything with time or chance in it is injectable — `clock`, `random`,
+ * `transport` — so tests and simulations replay exactly. Meters go to the
+ * `registry` the application passes (none: no meters); spans go to the
+ * application's OpenTelemetry tracer provider (none registered: no-ops).
+ */
+import type { TracerProvider } from '@opentelemetry/api';
+import type { Registry } from 'prom-client';
+import { failureToError, LockApi } from './api.js';
+import { systemClock, type Clock } from './clock.js';
+import { ValidationError } from './errors.js';
+import { validateKey } from './keys.js';
+import { SILENT_LOGGER, type ClientLogger } from './logger.js';
+import { createSdkMeters } from './meters.js';
+import { AcquirePolicy, type AcquirePolicyInit } from './policy.js';
+import { freshRandom, type RandomSource } from './random.js';
+import { RoundTripEstimator } from './rtt.js';
+import type { ClientRuntime } from './runtime.js';
+import { LockSession } from './session.js';
+import { AcquireTracer } from './tracing.js';
+import { retryTransient, SHORT_BUDGET } from './transient.js';
+import { FetchTransport, type Transport } from './transport.js';
+import { TokenWatermark } from './watermark.js';
+import type { LockInfo } from './wire.js';
+
+export interface LockClientOptions {
+  /** e.g. `http://127.0.0.1:7070`. Required unless `transport` is given. */
+  baseUrl?: string;
+  /** Replaces HTTP-over-fetch (simulations, custom agents). */
+  transport?: Transport;
+  /** Monotonic time and sleeps. Default: `performance.now()` and real timers. */
+  clock?: Clock;
+  /** Jitter source. Default: a per-client source seeded from the OS; pass `seededRandom(n)` to replay. */
+  random?: RandomSource;
+  /** A prom-client Registry of the application's for the SDK's two meters. */
+  registry?: Registry;
+  /** Default: the globally registered OpenTelemetry provider (a no-op unless the app set one). */
+  tracerProvider?: TracerProvider;
+  /** pino-compatible `debug`/`warn`. Default: silent. */
+  logger?: ClientLogger;
+  /**
+   * Subtracted from every TTL when computing conservative deadlines (capped at a
+   * quarter of the TTL). Default: `LOCK_CLIENT_SAFETY_MARGIN_MS` or 1,000.
+   */
+  safetyMarginMillis?: number;
+  /** The policy for acquires that pass none. Default: AcquirePolicy.DEFAULT. */
+  defaultPolicy?: AcquirePolicy | AcquirePolicyInit;
+}
+
+export interface OpenSessionOptions {
+  /** 1,000–300,000 ms; the server's default (15 s) when omitted. */
+  ttlMillis?: number;
+  /** Shown in the console and audit trail; ≤ 128 characters. */
+  owner?: string;
+}
+
+export const DEFAULT_SAFETY_MARGIN_MILLIS = 1_000;
+
+export class LockClient {
+  readonly #rt: ClientRuntime;
+
+  constructor(options: LockClientOptions) {
+    const transport = options.transport ?? transportFor(options.baseUrl);
+    this.#rt = {
+      api: new LockApi(transport),
+      clock: options.clock ?? systemClock,
+      random: options.random ?? freshRandom(),
+      meters: createSdkMeters(options.registry),
+      tracer: new AcquireTracer(options.tracerProvider),
+      logger: options.logger ?? SILENT_LOGGER,
+      rtt: new RoundTripEstimator(),
+      watermark: new TokenWatermark(),
+      defaultPolicy: AcquirePolicy.from(options.defaultPolicy),
+      safetyMarginMillis: marginFrom(options.safetyMarginMillis),
+      lastBackend: undefined,
+    };
+  }
+
+  /** Open a session (L1) and start heartbeating it. Close it with `session.close()`. */
+  async openSession(options: OpenSessionOptions = {}): Promise<LockSession> {
+    const { api, clock, random } = this.#rt;
+    const body = {
+      ...(options.ttlMillis === undefined ? {} : { ttlMillis: options.ttlMillis }),
+      ...(options.owner === undefined ? {} : { owner: options.owner }),
+    };
+    // Measured from the last attempt's send: the session cannot have started earlier than that.
+    let sentAt = clock.now();
+    const answer = await retryTransient(clock, random, SHORT_BUDGET, 'the session open', () => {
+      sentAt = clock.now();
+      return api.openSession(body);
+    });
+    if (!answer.ok) throw failureToError(answer);
+    if (answer.backend !== undefined) this.#rt.lastBackend = answer.backend;
+    return new LockSession(this.#rt, answer.value, sentAt, answer.backend);
+  }
+
+  /** Who holds `key` right now (L7). */
+  async readLock(key: string): Promise<LockInfo> {
+    validateKey(key);
+    const { api, clock, random } = this.#rt;
+    const answer = await retryTransient(clock, random, SHORT_BUDGET, 'the lock read', () => api.readLock(key));
+    if (!answer.ok) throw failureToError(answer);
+    return answer.value;
+  }
+}
+
+function transportFor(baseUrl: string | undefined): Transport {
+  if (baseUrl === undefined || baseUrl === '') {
+    throw new ValidationError('LockClient needs a baseUrl (e.g. http://127.0.0.1:7070) or a transport');
+  }
+  return new FetchTransport(baseUrl);
+}
+
+function marginFrom(option: number | undefined): number {
+  const fromEnv = process.env.LOCK_CLIENT_SAFETY_MARGIN_MS;
+  const value = option ?? (fromEnv !== undefined && fromEnv !== '' ? Number(fromEnv) : DEFAULT_SAFETY_MARGIN_MILLIS);
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw new ValidationError(`safety margin must be a non-negative integer of ms, got ${String(value)}`);
+  }
+  return value;
+}

@@ -1,0 +1,113 @@
+/**
+ * The SDK's error types. Callers branch on the class (or `code`):
+ *
+ * - ValidationError   — bad input (client-side check or the server's VALIDATION_FAILED). Never retried.
+ * - NotLeaderError    — the backend could not take writes for the whole retry budget.
+ * - LockLostError     — a handle's lock is gone (renewal refused, revoked, TTL passed), or a
+ *                       re-acquire of a key whose handle is lost.
+ * - SessionLostError  — the session is gone (heartbeat refused, or its conservative deadline passed).
+ * - FencedOutError    — a fencing token lower than one already seen for the key. Never retried.
+ * - ServerError       — any other answer the contract calls non-retryable (401/403/404/500, unknown code).
+ * - TransportError    — the server could not be reached for the whole retry budget.
+ *
+ * Not-granted is not an error: `acquire` returns null.
+ */
+
+export type ClientErrorCode =
+  | 'VALIDATION_FAILED'
+  | 'NOT_LEADER'
+  | 'LOCK_LOST'
+  | 'SESSION_LOST'
+  | 'FENCED_OUT'
+  | 'SERVER_ERROR'
+  | 'TRANSPORT_ERROR';
+
+export abstract class HoldfastClientError extends Error {
+  abstract readonly code: ClientErrorCode;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+export class ValidationError extends HoldfastClientError {
+  readonly code = 'VALIDATION_FAILED' as const;
+  /** Set when the server, not the SDK, rejected the input. */
+  readonly requestId: string | undefined;
+  constructor(message: string, requestId?: string) {
+    super(message);
+    this.requestId = requestId;
+  }
+}
+
+export class NotLeaderError extends HoldfastClientError {
+  readonly code = 'NOT_LEADER' as const;
+  readonly requestId: string | undefined;
+  constructor(message: string, requestId?: string) {
+    super(message);
+    this.requestId = requestId;
+  }
+}
+
+export class LockLostError extends HoldfastClientError {
+  readonly code = 'LOCK_LOST' as const;
+  constructor(
+    readonly key: string,
+    readonly fencingToken: string,
+    readonly why: string,
+  ) {
+    super(`lock ${JSON.stringify(key)} (token ${fencingToken}) is lost: ${why}`);
+  }
+}
+
+export type SessionLossCause = 'not_found' | 'deadline';
+
+export class SessionLostError extends HoldfastClientError {
+  readonly code = 'SESSION_LOST' as const;
+  constructor(
+    readonly sessionId: string,
+    /** Why: refused by the server, deadline passed, or closed by this process. */
+    readonly lossCause: SessionLossCause | 'closed',
+  ) {
+    super(
+      lossCause === 'closed'
+        ? `session ${sessionId} is closed`
+        : lossCause === 'not_found'
+          ? `session ${sessionId} is gone on the server (expired, closed or killed)`
+          : `session ${sessionId} passed its conservative deadline without a successful heartbeat`,
+    );
+  }
+}
+
+export class FencedOutError extends HoldfastClientError {
+  readonly code = 'FENCED_OUT' as const;
+  constructor(
+    readonly key: string,
+    readonly fencingToken: string,
+    readonly highestSeen: string,
+  ) {
+    super(
+      `fencing token ${fencingToken} for ${JSON.stringify(key)} is below the highest seen (${highestSeen})`,
+    );
+  }
+}
+
+export class ServerError extends HoldfastClientError {
+  readonly code = 'SERVER_ERROR' as const;
+  constructor(
+    readonly status: number,
+    /** The C3 error code from the body, or `UNKNOWN` when the body was not a C3 error. */
+    readonly serverCode: string,
+    message: string,
+    readonly requestId?: string,
+  ) {
+    super(`${status} ${serverCode}: ${message}`);
+  }
+}
+
+export class TransportError extends HoldfastClientError {
+  readonly code = 'TRANSPORT_ERROR' as const;
+  constructor(message: string, cause: unknown) {
+    super(message, { cause });
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * LockHandle is what callers hold; HeldLock is the session's private record
+ * behind it (reentrancy depth, conservative deadline, lost/released state).
+ *
+ * A handle is lost when the SDK can no longer vouch that its lock is held:
+ * a renewal answered LOCK_LOST, its conservative deadline passed without a
+ * successful renewal, or its session was lost. Losing is one-way and aborts
+ * `signal` at once, with the reason as `signal.reason`.
+ */
+import { startTimer, type Clock, type Timer } from './clock.js';
+import { LockLostError } from './errors.js';
+import type { FencingToken } from './wire.js';
+
+export class LockHandle {
+  readonly #lock: HeldLock;
+
+  /** @internal Created by the session only. */
+  constructor(lock: HeldLock) {
+    this.#lock = lock;
+  }
+
+  get key(): string {
+    return this.#lock.key;
+  }
+
+  /** Pass this to the protected resource with every write (see `fenced()`). */
+  get fencingToken(): FencingToken {
+    return this.#lock.fencingToken;
+  }
+
+  /**
+   * When the SDK stops vouching for the lock, in the client Clock's monotonic
+   * milliseconds (compare with `clock.now()`, not `Date.now()`): the send time of
+   * the grant or last successful renewal, plus the TTL, minus the safety margin.
+   */
+  get expiresAt(): number {
+    return this.#lock.expiresAt;
+  }
+
+  get lost(): boolean {
+    return this.#lock.lost;
+  }
+
+  /** Aborts when the lock is lost or released; pass it to the work the lock protects. */
+  get signal(): AbortSignal {
+    return this.#lock.controller.signal;
+  }
+}
+
+export class HeldLock {
+  depth = 1;
+  lost = false;
+  released = false;
+  /** Background renewals running (one per active withLock on this key). */
+  renewers = 0;
+  stopRenewing: (() => void) | undefined;
+  readonly controller = new AbortController();
+  readonly handle: LockHandle;
+  private watchdog: Timer | undefined;
+
+  constructor(
+    readonly key: string,
+    readonly fencingToken: FencingToken,
+    readonly ttlMillis: number,
+    public expiresAt: number,
+    private readonly clock: Clock,
+  ) {
+    this.handle = new LockHandle(this);
+    this.armWatchdog();
+  }
+
+  /** A successful renewal sent at `sentAt` moved the conservative deadline. */
+  extend(expiresAt: number): void {
+    if (this.lost || this.released) return;
+    this.expiresAt = Math.max(this.expiresAt, expiresAt);
+    this.armWatchdog();
+  }
+
+  markLost(reason: Error): void {
+    if (this.lost || this.released) return;
+    this.lost = true;
+    this.watchdog?.cancel();
+    this.stopRenewing?.();
+    this.controller.abort(reason);
+  }
+
+  markReleased(): void {
+    if (this.released) return;
+    this.released = true;
+    this.watchdog?.cancel();
+    this.stopRenewing?.();
+    if (!this.controller.signal.aborted) {
+      this.controller.abort(new DOMException(`lock ${JSON.stringify(this.key)} released`, 'AbortError'));
+    }
+  }
+
+  private armWatchdog(): void {
+    this.watchdog?.cancel();
+    this.watchdog = startTimer(this.clock, this.expiresAt - this.clock.now(), () =>
+      this.markLost(new LockLostError(this.key, this.fencingToken, 'TTL passed without a successful renewal')),
+    );
+  }
+}

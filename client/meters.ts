@@ -1,0 +1,47 @@
+/**
+ * The SDK's two meters (C4), named and labelled by exporter/metric-table.ts.
+ * They register on a prom-client Registry the application passes in — never
+ * the global default registry and never the server's — and are silent when
+ * no registry is given. Attempt counts are observations, never label values.
+ */
+import { Counter, Histogram, type Registry } from 'prom-client';
+import { METRICS, type ClientAttemptOutcome } from '../exporter/metric-table.js';
+import type { BackendLabel } from './backend-label.js';
+
+export interface SdkMeters {
+  sessionLost(backend: BackendLabel): void;
+  acquireAttempts(outcome: ClientAttemptOutcome, attempts: number): void;
+}
+
+export const SILENT_METERS: SdkMeters = {
+  sessionLost: () => {},
+  acquireAttempts: () => {},
+};
+
+export function createSdkMeters(registry: Registry | undefined): SdkMeters {
+  if (registry === undefined) return SILENT_METERS;
+  const lost = METRICS.lockSessionLostTotal;
+  const attempts = METRICS.lockClientAcquireAttempts;
+  // Several LockClients may share one application registry: reuse what is there.
+  const lostCounter =
+    (registry.getSingleMetric(lost.name) as Counter<'backend'> | undefined) ??
+    new Counter({
+      name: lost.name,
+      help: lost.help,
+      labelNames: Object.keys(lost.labels) as 'backend'[],
+      registers: [registry],
+    });
+  const attemptsHistogram =
+    (registry.getSingleMetric(attempts.name) as Histogram<'outcome'> | undefined) ??
+    new Histogram({
+      name: attempts.name,
+      help: attempts.help,
+      labelNames: Object.keys(attempts.labels) as 'outcome'[],
+      buckets: [...attempts.buckets],
+      registers: [registry],
+    });
+  return {
+    sessionLost: (backend) => lostCounter.inc({ backend }),
+    acquireAttempts: (outcome, count) => attemptsHistogram.observe({ outcome }, count),
+  };
+}

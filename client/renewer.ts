@@ -1,0 +1,81 @@
+/**
+ * Background renewal of one held lock while withLock's `fn` runs: L5 every
+ * third of the lock's TTL, through the Clock.
+ *
+ * - Success moves the conservative deadline (send time + TTL − margin).
+ * - LOCK_LOST (revoked, or expired before we renewed) marks the handle lost
+ *   at once, which aborts its signal.
+ * - SESSION_NOT_FOUND loses the whole session.
+ * - NOT_LEADER, 5xx or no answer: retry sooner; if renewals keep failing the
+ *   handle's own deadline watchdog marks it lost before the server frees it.
+ */
+import type { LockApi } from './api.js';
+import type { Clock } from './clock.js';
+import { LockLostError } from './errors.js';
+import type { HeldLock } from './handle.js';
+import { conservativeDeadline } from './runtime.js';
+
+export interface RenewerOptions {
+  api: LockApi;
+  clock: Clock;
+  sessionId: string;
+  lock: HeldLock;
+  safetyMarginMillis: number;
+  onSessionNotFound(): void;
+}
+
+/** Start renewing; returns the function that stops it. */
+export function startRenewer(options: RenewerOptions): () => void {
+  const stopper = new AbortController();
+  void renewLoop(options, stopper.signal);
+  return () => stopper.abort();
+}
+
+export function renewIntervalMillis(ttlMillis: number): number {
+  return Math.max(1, Math.floor(ttlMillis / 3));
+}
+
+async function renewLoop(options: RenewerOptions, stopped: AbortSignal): Promise<void> {
+  const { api, clock, sessionId, lock, safetyMarginMillis } = options;
+  const interval = renewIntervalMillis(lock.ttlMillis);
+  const retry = Math.max(1, Math.min(interval, Math.floor(lock.ttlMillis / 10)));
+  let delay = interval;
+  while (!stopped.aborted && !lock.lost && !lock.released) {
+    try {
+      await clock.sleep(delay, stopped);
+    } catch {
+      return;
+    }
+    const sentAt = clock.now();
+    let answer;
+    try {
+      answer = await api.renew(
+        lock.key,
+        { sessionId, fencingToken: lock.fencingToken, ttlMillis: lock.ttlMillis },
+        stopped,
+      );
+    } catch {
+      if (stopped.aborted) return;
+      delay = retry;
+      continue;
+    }
+    if (stopped.aborted) return;
+    if (answer.ok) {
+      if (answer.value.fencingToken !== lock.fencingToken) {
+        // The contract says renew keeps the token; anything else means our grant is gone.
+        lock.markLost(new LockLostError(lock.key, lock.fencingToken, 'renewal answered a different token'));
+        return;
+      }
+      lock.extend(conservativeDeadline(sentAt, lock.ttlMillis, safetyMarginMillis));
+      delay = interval;
+    } else if (answer.code === 'LOCK_LOST') {
+      lock.markLost(new LockLostError(lock.key, lock.fencingToken, 'the server refused the renewal (revoked or expired)'));
+      return;
+    } else if (answer.code === 'SESSION_NOT_FOUND') {
+      options.onSessionNotFound();
+      return;
+    } else {
+      delay = retry;
+    }
+  }
+}

@@ -1,0 +1,368 @@
+/**
+ * A heartbeated session: the unit of lock ownership.
+ *
+ * Reentrancy is per session, not per async context: while this session holds
+ * a key (and its handle is not lost), `acquire` of that key returns the same
+ * handle with depth + 1 and sends nothing; `release` sends L6 only at depth 0.
+ * Two tasks sharing a session therefore share its locks — give tasks that
+ * must exclude each other their own sessions.
+ *
+ * A second `acquire` of a key while this session is still acquiring it (the
+ * first call has not returned) is not a nested hold: it returns `null` (not
+ * granted) at once and sends nothing, because there is no handle yet to nest on.
+ */
+import { failureToError } from './api.js';
+import { FALLBACK_BACKEND, type BackendLabel } from './backend-label.js';
+import { runAcquireLoop } from './acquire-loop.js';
+import { Backoff } from './backoff.js';
+import { LockLostError, SessionLostError, ValidationError, type SessionLossCause } from './errors.js';
+import { HeldLock, type LockHandle } from './handle.js';
+import { HeartbeatScheduler } from './heartbeat.js';
+import { canonicalKeyOrder, validateKey } from './keys.js';
+import { AcquirePolicy, type AcquirePolicyInit } from './policy.js';
+import { startRenewer } from './renewer.js';
+import { conservativeDeadline, type ClientRuntime } from './runtime.js';
+import { retryTransient, SHORT_BUDGET } from './transient.js';
+import type { ClientAttemptOutcome } from '../exporter/metric-table.js';
+import type { LockGrant, SessionOpened } from './wire.js';
+
+export interface AcquireOptions {
+  /** Lock TTL, 1,000–600,000 ms; the server's default (30 s) when omitted. */
+  ttlMillis?: number;
+  policy?: AcquirePolicy | AcquirePolicyInit;
+  /** Aborting stops waiting (the call rejects with the signal's reason) and releases whatever was taken. */
+  signal?: AbortSignal;
+}
+
+type SessionState = 'open' | 'lost' | 'closed';
+
+export class LockSession {
+  readonly sessionId: string;
+  readonly owner: string;
+  readonly ttlMillis: number;
+  readonly #rt: ClientRuntime;
+  readonly #held = new Map<string, HeldLock>();
+  readonly #acquiring = new Set<string>();
+  readonly #controller = new AbortController();
+  readonly #heartbeat: HeartbeatScheduler;
+  #state: SessionState = 'open';
+  #lossCause: SessionLossCause = 'not_found';
+  #backend: BackendLabel | undefined;
+
+  /** @internal Use LockClient.openSession. */
+  constructor(rt: ClientRuntime, opened: SessionOpened, sentAt: number, backend: BackendLabel | undefined) {
+    this.#rt = rt;
+    this.sessionId = opened.sessionId;
+    this.owner = opened.owner;
+    this.ttlMillis = opened.ttlMillis;
+    this.#noteBackend(backend);
+    this.#heartbeat = new HeartbeatScheduler({
+      api: rt.api,
+      clock: rt.clock,
+      sessionId: opened.sessionId,
+      ttlMillis: opened.ttlMillis,
+      safetyMarginMillis: rt.safetyMarginMillis,
+      initialDeadline: conservativeDeadline(sentAt, opened.ttlMillis, rt.safetyMarginMillis),
+      onBackend: (b) => this.#noteBackend(b),
+      onLost: (cause) => this.#lose(cause),
+    });
+    this.#heartbeat.start();
+  }
+
+  /** True once the session was declared lost; every handle of it is lost too. */
+  get lost(): boolean {
+    return this.#state === 'lost';
+  }
+
+  get closed(): boolean {
+    return this.#state === 'closed';
+  }
+
+  /** Aborts when the session is lost or closed. */
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  /** The conservative deadline of the session, in the Clock's monotonic ms. */
+  get expiresAt(): number {
+    return this.#heartbeat.deadlineAt;
+  }
+
+  /** The heartbeat period (a third of the session TTL). */
+  get heartbeatIntervalMillis(): number {
+    return this.#heartbeat.intervalMillis;
+  }
+
+  /** Take `key`, retrying within the policy's budget. `null`: not granted. */
+  async acquire(key: string, options: AcquireOptions = {}): Promise<LockHandle | null> {
+    validateKey(key);
+    const policy = AcquirePolicy.from(options.policy ?? this.#rt.defaultPolicy);
+    this.#assertUsable();
+    const nested = this.#reenter(key);
+    if (nested !== undefined) return nested;
+    if (this.#acquiring.has(key)) return null;
+    const deadline = this.#rt.clock.now() + policy.totalBudgetMillis;
+    return this.#acquireNew(key, options.ttlMillis, policy, deadline, options.signal);
+  }
+
+  /**
+   * Take every key (duplicates once) in canonical order within one shared
+   * deadline; all or nothing. Returns the handles in canonical order, or null
+   * after releasing (in reverse order) whatever was taken.
+   */
+  async acquireAll(keys: Iterable<string>, options: AcquireOptions = {}): Promise<LockHandle[] | null> {
+    const ordered = canonicalKeyOrder([...keys].map(validateKey));
+    const policy = AcquirePolicy.from(options.policy ?? this.#rt.defaultPolicy);
+    this.#assertUsable();
+    const deadline = this.#rt.clock.now() + policy.totalBudgetMillis;
+    const taken: LockHandle[] = [];
+    try {
+      for (const key of ordered) {
+        this.#assertUsable();
+        const handle =
+          this.#reenter(key) ??
+          (this.#acquiring.has(key)
+            ? null
+            : await this.#acquireNew(key, options.ttlMillis, policy, deadline, options.signal));
+        if (handle === null) {
+          await this.#unwind(taken);
+          return null;
+        }
+        taken.push(handle);
+      }
+      return taken;
+    } catch (error) {
+      await this.#unwind(taken);
+      throw error;
+    }
+  }
+
+  /**
+   * Acquire `key`, run `fn(handle)` while renewing the lock in the background,
+   * and release in `finally`. Returns fn's result, or `null` when the lock was
+   * not granted (fn did not run). Watch `handle.signal`: it aborts at once if
+   * the lock is lost mid-run. A release failure after `fn` is logged, not
+   * thrown — the work is done and the lock expires by its TTL.
+   */
+  async withLock<T>(
+    key: string,
+    fn: (handle: LockHandle) => T | Promise<T>,
+    options: AcquireOptions = {},
+  ): Promise<T | null> {
+    const handle = await this.acquire(key, options);
+    if (handle === null) return null;
+    const stopRenewing = this.#renewWhileRunning(key);
+    try {
+      return await fn(handle);
+    } finally {
+      stopRenewing();
+      await this.release(handle).catch((error: unknown) =>
+        this.#rt.logger.warn({ key, sessionId: this.sessionId, err: error }, 'release after withLock failed'),
+      );
+    }
+  }
+
+  /** Release one hold. L6 is sent only when the outermost hold is released. */
+  async release(handle: LockHandle): Promise<void> {
+    const held = this.#held.get(handle.key);
+    if (held === undefined || held.handle !== handle) {
+      throw new ValidationError(`lock ${JSON.stringify(handle.key)} is not held by session ${this.sessionId}`);
+    }
+    held.depth -= 1;
+    if (held.depth > 0) return;
+    this.#held.delete(handle.key);
+    held.markReleased();
+    // A lost session's locks are already gone on the server (or going); nothing to send.
+    if (this.#state !== 'open') return;
+    const { clock, random, api } = this.#rt;
+    const answer = await retryTransient(clock, random, SHORT_BUDGET, 'the release', () =>
+      api.release(held.key, { sessionId: this.sessionId, fencingToken: held.fencingToken }),
+    );
+    if (answer.ok || answer.code === 'LOCK_LOST') return; // LOCK_LOST: already gone, benign
+    if (answer.code === 'SESSION_NOT_FOUND') {
+      this.#lose('not_found');
+      return;
+    }
+    throw failureToError(answer);
+  }
+
+  /** Release several handles in reverse order (the order acquireAll took them, undone). */
+  async releaseAll(handles: readonly LockHandle[]): Promise<void> {
+    for (const handle of [...handles].reverse()) await this.release(handle);
+  }
+
+  /** Stop heartbeats, end every hold and close the session on the server (L3). Idempotent. */
+  async close(): Promise<void> {
+    if (this.#state === 'closed') return;
+    const wasOpen = this.#state === 'open';
+    this.#state = 'closed';
+    this.#heartbeat.stop();
+    for (const held of this.#held.values()) held.markReleased();
+    this.#held.clear();
+    this.#controller.abort(new SessionLostError(this.sessionId, 'closed'));
+    if (!wasOpen) return;
+    const { clock, random, api } = this.#rt;
+    const answer = await retryTransient(clock, random, SHORT_BUDGET, 'the session close', () =>
+      api.closeSession(this.sessionId),
+    );
+    if (answer.ok || answer.code === 'SESSION_NOT_FOUND') return;
+    throw failureToError(answer);
+  }
+
+  #assertUsable(): void {
+    if (this.#state === 'lost') throw new SessionLostError(this.sessionId, this.#lossCause);
+    if (this.#state === 'closed') throw new SessionLostError(this.sessionId, 'closed');
+  }
+
+  /** depth + 1 on a held key; LockLostError on a lost one; undefined when not held. */
+  #reenter(key: string): LockHandle | undefined {
+    const held = this.#held.get(key);
+    if (held === undefined) return undefined;
+    if (held.lost) {
+      throw new LockLostError(key, held.fencingToken, 'its handle is lost; release it before acquiring again');
+    }
+    held.depth += 1;
+    return held.handle;
+  }
+
+  async #acquireNew(
+    key: string,
+    ttlMillis: number | undefined,
+    policy: AcquirePolicy,
+    deadline: number,
+    signal: AbortSignal | undefined,
+  ): Promise<LockHandle | null> {
+    const rt = this.#rt;
+    this.#acquiring.add(key);
+    const progress = { attempts: 0 };
+    let outcome: ClientAttemptOutcome = 'error';
+    try {
+      return await rt.tracer.inSpan(key, async (span) => {
+        try {
+          const result = await runAcquireLoop({
+            clock: rt.clock,
+            backoff: new Backoff(policy.baseBackoffMillis, policy.maxBackoffMillis, rt.random),
+            rtt: rt.rtt,
+            policy,
+            deadline,
+            signal,
+            progress,
+            assertUsable: () => this.#assertUsable(),
+            send: async (waitMillis) => {
+              const answer = await rt.api.acquire(key, {
+                sessionId: this.sessionId,
+                ...(ttlMillis === undefined ? {} : { ttlMillis }),
+                ...(waitMillis > 0 ? { waitMillis } : {}),
+              });
+              this.#noteBackend(answer.backend);
+              return answer;
+            },
+            sessionNotFound: () => {
+              this.#lose('not_found');
+              return new SessionLostError(this.sessionId, 'not_found');
+            },
+            abandon: (grant) => this.#releaseAbandoned(grant),
+          });
+          if (!result.granted) {
+            outcome = 'not_granted';
+            return null;
+          }
+          const handle = await this.#adopt(key, result.grant, result.sentAt);
+          outcome = handle === null ? 'not_granted' : 'granted';
+          if (handle !== null) span.setAttribute('lock.fencing_token', handle.fencingToken);
+          return handle;
+        } finally {
+          span.setAttribute('lock.attempts', progress.attempts);
+          span.setAttribute('lock.outcome', outcome);
+        }
+      });
+    } finally {
+      this.#acquiring.delete(key);
+      if (progress.attempts > 0) rt.meters.acquireAttempts(outcome, progress.attempts);
+      rt.logger.debug(
+        { key, sessionId: this.sessionId, attempts: progress.attempts, outcome },
+        'lock.acquire finished',
+      );
+    }
+  }
+
+  /** Turn a grant into a held lock, or refuse it if the session died meanwhile. */
+  async #adopt(key: string, grant: LockGrant, sentAt: number): Promise<LockHandle | null> {
+    const rt = this.#rt;
+    this.#assertUsable(); // a grant that arrives after the session died vouches for nothing
+    let base = sentAt;
+    if (rt.watermark.admit(key, grant.fencingToken) === 'seen') {
+      // An existing grant from before this call: its expiry is older than our send
+      // time, so establish a fresh one with a renewal before vouching for it.
+      base = rt.clock.now();
+      const renewed = await rt.api.renew(key, { sessionId: this.sessionId, fencingToken: grant.fencingToken, ttlMillis: grant.ttlMillis });
+      if (!renewed.ok) return null;
+    }
+    const expiresAt = conservativeDeadline(base, grant.ttlMillis, rt.safetyMarginMillis);
+    const held = new HeldLock(key, grant.fencingToken, grant.ttlMillis, expiresAt, rt.clock);
+    this.#held.set(key, held);
+    return held.handle;
+  }
+
+  #releaseAbandoned(grant: LockGrant): void {
+    this.#rt.api
+      .release(grant.key, { sessionId: this.sessionId, fencingToken: grant.fencingToken })
+      .catch(() => {
+        /* the lock expires by its TTL */
+      });
+  }
+
+  #renewWhileRunning(key: string): () => void {
+    const held = this.#held.get(key);
+    if (held === undefined) return () => {};
+    held.renewers += 1;
+    if (held.renewers === 1) {
+      held.stopRenewing = startRenewer({
+        api: this.#rt.api,
+        clock: this.#rt.clock,
+        sessionId: this.sessionId,
+        lock: held,
+        safetyMarginMillis: this.#rt.safetyMarginMillis,
+        onSessionNotFound: () => this.#lose('not_found'),
+      });
+    }
+    let stopped = false;
+    return () => {
+      if (stopped) return;
+      stopped = true;
+      held.renewers -= 1;
+      if (held.renewers === 0) {
+        held.stopRenewing?.();
+        held.stopRenewing = undefined;
+      }
+    };
+  }
+
+  async #unwind(taken: LockHandle[]): Promise<void> {
+    for (const handle of [...taken].reverse()) {
+      await this.release(handle).catch((error: unknown) =>
+        this.#rt.logger.warn({ key: handle.key, sessionId: this.sessionId, err: error }, 'unwinding acquireAll failed'),
+      );
+    }
+  }
+
+  #noteBackend(backend: BackendLabel | undefined): void {
+    if (backend === undefined) return;
+    this.#backend = backend;
+    this.#rt.lastBackend = backend;
+  }
+
+  /** Declare the session lost: once; counts it, loses every handle, aborts signals. */
+  #lose(cause: SessionLossCause): void {
+    if (this.#state !== 'open') return;
+    this.#state = 'lost';
+    this.#lossCause = cause;
+    this.#heartbeat.stop();
+    const backend = this.#backend ?? this.#rt.lastBackend ?? FALLBACK_BACKEND;
+    this.#rt.meters.sessionLost(backend);
+    this.#rt.logger.warn({ sessionId: this.sessionId, cause, backend }, 'session lost');
+    const reason = new SessionLostError(this.sessionId, cause);
+    for (const held of this.#held.values()) held.markLost(reason);
+    this.#controller.abort(reason);
+  }
+}

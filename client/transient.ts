@@ -1,0 +1,41 @@
+/**
+ * Retry a non-acquire call (open, release, close) through NOT_LEADER answers
+ * and unanswered requests, within a small budget. Every other answer,
+ * success or failure, is returned to the caller to interpret.
+ */
+import type { ApiResult } from './api.js';
+import { Backoff } from './backoff.js';
+import type { Clock } from './clock.js';
+import { HoldfastClientError, TransportError } from './errors.js';
+import type { RandomSource } from './random.js';
+import { TRANSIENT_FLOOR_MILLIS } from './runtime.js';
+
+export interface TransientBudget {
+  totalMillis: number;
+  maxAttempts: number;
+}
+
+export const SHORT_BUDGET: TransientBudget = { totalMillis: 3_000, maxAttempts: 5 };
+
+export async function retryTransient<T>(
+  clock: Clock,
+  random: RandomSource,
+  budget: TransientBudget,
+  what: string,
+  op: () => Promise<ApiResult<T>>,
+): Promise<ApiResult<T>> {
+  const backoff = new Backoff(TRANSIENT_FLOOR_MILLIS, 1_000, random);
+  const deadline = clock.now() + budget.totalMillis;
+  for (let attempt = 1; ; attempt += 1) {
+    const delay = TRANSIENT_FLOOR_MILLIS + backoff.delay(attempt - 1);
+    const canRetry = attempt < budget.maxAttempts && deadline - clock.now() > delay;
+    try {
+      const answer = await op();
+      if (answer.ok || answer.code !== 'NOT_LEADER' || !canRetry) return answer;
+    } catch (error) {
+      if (error instanceof HoldfastClientError) throw error;
+      if (!canRetry) throw new TransportError(`the lock server did not answer ${what}`, error);
+    }
+    await clock.sleep(delay);
+  }
+}
