@@ -1,0 +1,218 @@
+'use client';
+/**
+ * Held locks, one server page at a time (A1 cursor pagination: the console never
+ * fetches every lock). Locks with waiters or held unusually long stand out.
+ */
+import Link from 'next/link';
+import { useQuery } from '@tanstack/react-query';
+import { usePathname, useRouter, useSearchParams } from 'next/navigation';
+import { useEffect, useMemo, useState } from 'react';
+import type { LockInfo, Page } from '../../lib/api-types';
+import { getJson } from '../../lib/client/api';
+import { formatAbsolute, formatDuration, shortId } from '../../lib/format';
+import { useCanAct } from '../../components/identity';
+import { LiveControl, useLive, useNow } from '../../components/live';
+import { Empty, ErrorState, Loading } from '../../components/query-state';
+import { RevokeDialog } from '../../components/revoke-dialog';
+import { TtlCountdown, When } from '../../components/ttl';
+
+/** A lock held longer than this is flagged: most payout-style critical sections take seconds. */
+export const LONG_HELD_MILLIS = 5 * 60_000;
+const PAGE_SIZES = [25, 50, 100, 200, 500] as const;
+type SortKey = 'key' | 'age' | 'ttl' | 'waiters' | 'token';
+
+export function LocksView() {
+  const router = useRouter();
+  const pathname = usePathname();
+  const params = useSearchParams();
+  const prefix = params.get('prefix') ?? '';
+  const limit = PAGE_SIZES.includes(Number(params.get('limit')) as (typeof PAGE_SIZES)[number]) ? Number(params.get('limit')) : 50;
+  const [draft, setDraft] = useState(prefix);
+  // Cursors of the pages visited so far; index 0 is the first page (null cursor).
+  const [cursors, setCursors] = useState<(string | null)[]>([null]);
+  const [sort, setSort] = useState<SortKey>('key');
+  const [revoking, setRevoking] = useState<LockInfo | null>(null);
+  const { refetchInterval } = useLive();
+  const canAct = useCanAct();
+  const now = useNow(500);
+  const cursor = cursors[cursors.length - 1] ?? null;
+
+  // Typing narrows the search after a short pause, so each keystroke is not a request.
+  useEffect(() => {
+    if (draft === prefix) return;
+    const timer = setTimeout(() => updateUrl({ prefix: draft }), 300);
+    return () => clearTimeout(timer);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [draft]);
+  useEffect(() => setCursors([null]), [prefix, limit]);
+
+  function updateUrl(next: { prefix?: string; limit?: number }) {
+    const search = new URLSearchParams(params.toString());
+    const p = next.prefix ?? prefix;
+    const l = next.limit ?? limit;
+    if (p) search.set('prefix', p);
+    else search.delete('prefix');
+    if (l !== 50) search.set('limit', String(l));
+    else search.delete('limit');
+    const text = search.toString();
+    router.replace(text ? `${pathname}?${text}` : pathname);
+  }
+
+  const query = useQuery({
+    queryKey: ['locks', prefix, limit, cursor],
+    queryFn: ({ signal }) => {
+      const search = new URLSearchParams({ limit: String(limit) });
+      if (prefix) search.set('prefix', prefix);
+      if (cursor) search.set('cursor', cursor);
+      return getJson<Page<LockInfo>>(`/api/locks?${search}`, signal);
+    },
+    refetchInterval,
+  });
+
+  const rows = useMemo(() => sortRows(query.data?.items ?? [], sort, now), [query.data, sort, now]);
+  const pageNumber = cursors.length;
+  const nextCursor = query.data?.nextCursor ?? null;
+  const firstIndex = (pageNumber - 1) * limit + 1;
+
+  return (
+    <>
+      <div className="page-head">
+        <h1>Locks</h1>
+        <LiveControl updatedAt={query.dataUpdatedAt} fetching={query.isFetching} failing={query.isError} />
+      </div>
+      <div className="toolbar" role="search">
+        <label htmlFor="prefix">Key prefix</label>
+        <input
+          id="prefix"
+          type="search"
+          className="mono"
+          value={draft}
+          placeholder="e.g. payouts/"
+          onChange={(e) => setDraft(e.target.value)}
+          onKeyDown={(e) => {
+            if (e.key === 'Enter') updateUrl({ prefix: draft });
+          }}
+          data-testid="prefix-input"
+        />
+        <label htmlFor="page-size">Per page</label>
+        <select id="page-size" value={limit} onChange={(e) => updateUrl({ limit: Number(e.target.value) })} data-testid="page-size">
+          {PAGE_SIZES.map((n) => (
+            <option key={n} value={n}>
+              {n}
+            </option>
+          ))}
+        </select>
+        <label htmlFor="sort">Sort this page by</label>
+        <select id="sort" value={sort} onChange={(e) => setSort(e.target.value as SortKey)}>
+          <option value="key">key</option>
+          <option value="age">held longest</option>
+          <option value="ttl">expiring soonest</option>
+          <option value="waiters">most waiters</option>
+          <option value="token">newest token</option>
+        </select>
+      </div>
+      <p className="legend muted">
+        <span className="badge badge-warn">waiters</span> someone is queued for the lock ·{' '}
+        <span className="badge badge-bad">long-held</span> held over {formatDuration(LONG_HELD_MILLIS)} · TTL counts down live
+      </p>
+      {query.isError ? <ErrorState error={query.error} what="locks" /> : null}
+      {query.isPending ? <Loading what="locks" /> : null}
+      {query.data && rows.length === 0 ? (
+        <Empty>{prefix ? <>No held lock has a key starting with <span className="mono">{prefix}</span>.</> : 'No lock is held right now.'}</Empty>
+      ) : null}
+      {rows.length > 0 ? (
+        <div className="table-wrap">
+          <table className="table" data-testid="locks-table">
+            <thead>
+              <tr>
+                <th scope="col">Key</th>
+                <th scope="col">Owner</th>
+                <th scope="col">Session</th>
+                <th scope="col" className="num">
+                  Fencing token
+                </th>
+                <th scope="col">Held for</th>
+                <th scope="col">TTL left</th>
+                <th scope="col" className="num">
+                  Waiters
+                </th>
+                <th scope="col">
+                  <span className="sr-only">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map((lock) => (
+                <LockRow key={lock.key} lock={lock} now={now} canAct={canAct} onRevoke={() => setRevoking(lock)} />
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ) : null}
+      {query.data ? (
+        <nav className="pager" aria-label="Pages">
+          <button type="button" className="button" disabled={pageNumber <= 1} onClick={() => setCursors((c) => c.slice(0, -1))}>
+            ← Previous
+          </button>
+          <span data-testid="page-status">
+            Page {pageNumber}
+            {rows.length > 0 ? ` · locks ${firstIndex}–${firstIndex + rows.length - 1}` : ''}
+            {nextCursor === null ? ' · last page' : ''}
+          </span>
+          <button type="button" className="button" disabled={nextCursor === null} onClick={() => setCursors((c) => [...c, nextCursor])} data-testid="next-page">
+            Next →
+          </button>
+        </nav>
+      ) : null}
+      {revoking ? <RevokeDialog lock={revoking} onClose={() => setRevoking(null)} /> : null}
+    </>
+  );
+}
+
+function LockRow({ lock, now, canAct, onRevoke }: { lock: LockInfo; now: number; canAct: boolean; onRevoke(): void }) {
+  const age = lock.grantedAt ? now - lock.grantedAt : 0;
+  const longHeld = age > LONG_HELD_MILLIS;
+  const classes = [lock.waiterCount > 0 ? 'row-waiters' : '', longHeld ? 'row-long' : ''].filter(Boolean).join(' ');
+  return (
+    <tr className={classes} data-testid="lock-row" data-key={lock.key}>
+      <td className="mono key-cell">
+        <Link href={`/locks/${encodeURIComponent(lock.key)}`}>{lock.key}</Link>
+        {longHeld ? <span className="badge badge-bad">long-held</span> : null}
+      </td>
+      <td>{lock.owner || <span className="muted">—</span>}</td>
+      <td className="mono" title={lock.sessionId}>
+        {lock.sessionId ? shortId(lock.sessionId) : '—'}
+      </td>
+      <td className="mono num" data-testid="lock-token">
+        {lock.fencingToken}
+      </td>
+      <td title={lock.grantedAt ? `granted ${formatAbsolute(lock.grantedAt)}` : undefined}>{lock.grantedAt ? formatDuration(age) : '—'}</td>
+      <td>
+        <TtlCountdown expiresAt={lock.expiresAt} now={now} />
+      </td>
+      <td className="num">{lock.waiterCount > 0 ? <span className="badge badge-warn">{lock.waiterCount} waiting</span> : <span className="muted">0</span>}</td>
+      <td>
+        <button
+          type="button"
+          className="button small danger-outline"
+          onClick={onRevoke}
+          disabled={!canAct}
+          title={canAct ? `Force-revoke ${lock.key}` : 'Viewers cannot revoke; sign in with an operator token'}
+          aria-label={`Revoke ${lock.key}`}
+        >
+          Revoke…
+        </button>
+      </td>
+    </tr>
+  );
+}
+
+function sortRows(items: LockInfo[], sort: SortKey, now: number): LockInfo[] {
+  const rows = [...items];
+  const by = (f: (l: LockInfo) => number) => rows.sort((a, b) => f(b) - f(a));
+  if (sort === 'age') by((l) => (l.grantedAt ? now - l.grantedAt : 0));
+  else if (sort === 'ttl') rows.sort((a, b) => (a.expiresAt ?? Infinity) - (b.expiresAt ?? Infinity));
+  else if (sort === 'waiters') by((l) => l.waiterCount);
+  else if (sort === 'token') rows.sort((a, b) => (BigInt(b.fencingToken ?? '0') > BigInt(a.fencingToken ?? '0') ? 1 : -1));
+  return rows;
+}

@@ -1,0 +1,44 @@
+/**
+ * SLO burn rate and error budget from the monitoring issue's recording rules,
+ * read from Prometheus when PROMETHEUS_URL is set. A failure here never hides the
+ * server's own figures; it is reported next to them.
+ */
+import { prometheusUrl } from './config';
+
+/** Recording rules whose names the alerts generator publishes (alerts/). */
+export const BURN_RATE_RULES = [
+  { window: '5m', expr: 'holdfast:slo_s1_burn_rate:5m' },
+  { window: '1h', expr: 'holdfast:slo_s1_burn_rate:1h' },
+  { window: '6h', expr: 'holdfast:slo_s1_burn_rate:6h' },
+] as const;
+export const BUDGET_REMAINING_RULE = 'holdfast:slo_s1_error_budget_remaining:30d';
+
+async function instant(base: string, expr: string): Promise<number | undefined> {
+  const response = await fetch(`${base}/api/v1/query?query=${encodeURIComponent(expr)}`, {
+    cache: 'no-store',
+    signal: AbortSignal.timeout(2_000),
+  });
+  if (!response.ok) throw new Error(`Prometheus answered ${response.status}`);
+  const body = (await response.json()) as { data?: { result?: { value?: [number, string] }[] } };
+  const value = body.data?.result?.[0]?.value?.[1];
+  return value === undefined ? undefined : Number(value);
+}
+
+export async function readSloFromPrometheus(): Promise<
+  { burnRate?: { window: string; value: number }[]; errorBudgetRemaining?: number; prometheusError?: string } | undefined
+> {
+  const base = prometheusUrl();
+  if (!base) return undefined;
+  try {
+    const burns: { window: string; value: number | undefined }[] = await Promise.all(
+      BURN_RATE_RULES.map(async (rule) => ({ window: rule.window, value: await instant(base, rule.expr) })),
+    );
+    const budget = await instant(base, BUDGET_REMAINING_RULE);
+    return {
+      burnRate: burns.flatMap((b) => (b.value !== undefined && Number.isFinite(b.value) ? [{ window: b.window, value: b.value }] : [])),
+      errorBudgetRemaining: budget,
+    };
+  } catch (cause) {
+    return { prometheusError: cause instanceof Error ? cause.message : String(cause) };
+  }
+}
