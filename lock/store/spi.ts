@@ -90,6 +90,13 @@ export interface ListQuery {
   cursor?: string;
 }
 
+export interface AuditQuery extends ListQuery {
+  actor?: string;
+  action?: string;
+  /** The lock key or session id the entry is about. */
+  target?: string;
+}
+
 export interface LockStore {
   readonly backend: BackendName;
 
@@ -134,7 +141,8 @@ export interface LockStore {
     audit: AuditDraft;
   }): Promise<ForceRevokeResult>;
 
-  listAudit(query: ListQuery): Promise<Page<AuditEntry>>;
+  /** Newest first; optional exact-match filters. */
+  listAudit(query: AuditQuery): Promise<Page<AuditEntry>>;
   /** Every audit entry in chain order, for verification. */
   readAuditChain(): AsyncIterable<AuditEntry>;
 

@@ -1,0 +1,27 @@
+/** `holdfast server`: start from the environment, stop gracefully on SIGTERM/SIGINT. */
+import { loadConfig } from '../lock/config.js';
+import { startHoldfastServer } from '../lock/holdfast-server.js';
+
+export async function runServer(): Promise<void> {
+  const config = loadConfig();
+  const server = await startHoldfastServer(config);
+  process.stderr.write(`holdfast: serving on ${server.url} (store: ${config.HOLDFAST_STORE})\n`);
+  if (server.localTokenFile) {
+    process.stderr.write(`holdfast: operator token for this embedded store is in ${server.localTokenFile}\n`);
+  }
+  let signalled = false;
+  const stop = (signal: string) => {
+    if (signalled) return;
+    signalled = true;
+    server.events.emit('server_stopping', { requestId: 'shutdown' }, { signal });
+    server
+      .stop()
+      .then(() => process.exit(0))
+      .catch((error: Error) => {
+        process.stderr.write(`holdfast: shutdown failed: ${error.message}\n`);
+        process.exit(1);
+      });
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}

@@ -1,0 +1,81 @@
+/**
+ * The pinned log events of contract C4, one JSON object per line through pino.
+ * Every line carries time, level, event, requestId, traceId, spanId, backend;
+ * the per-event fields are typed here so an emitter cannot drop one.
+ */
+import { trace } from '@opentelemetry/api';
+import { pino, type DestinationStream, type Logger } from 'pino';
+import type { BackendName } from '../lock/records.js';
+
+export interface EventFields {
+  lock_granted: { key: string; sessionId: string; owner: string; fencingToken: string; ttlMillis: number; waitedMillis: number };
+  lock_contended: { key: string; sessionId: string; holderSessionId: string | null; reason: 'contended' | 'exceeded' };
+  lock_released: { key: string; sessionId: string; fencingToken: string; heldMillis: number };
+  lock_lost: { key: string; sessionId: string; fencingToken: string; op: 'renew' | 'release' };
+  lock_expired: { key: string; sessionId: string; fencingToken: string; cause: 'ttl' | 'session_ttl' | 'session_closed' | 'session_killed' };
+  session_opened: { sessionId: string; owner: string; ttlMillis: number };
+  session_expired: { sessionId: string; owner: string; cause: 'ttl' | 'closed' | 'killed' };
+  lock_force_revoked: { key: string; actor: string; reason: string; fencingToken: string | null; outcome: string; auditId: string };
+  session_killed: { sessionId: string; actor: string; reason: string; outcome: string; auditId: string };
+  wait_fallback: { key: string; cause: string };
+  /** Operational events beyond the brief's table (C4 lists them). */
+  server_started: { port: number; store: BackendName };
+  server_stopping: { signal: string };
+  request_failed: { method: string; route: string; status: number; message: string };
+  sweep_failed: { message: string };
+}
+
+export type EventName = keyof EventFields;
+
+export const EVENT_LEVELS: Record<EventName, 'info' | 'warn' | 'error' | 'debug'> = {
+  lock_granted: 'info',
+  lock_contended: 'info',
+  lock_released: 'info',
+  lock_lost: 'warn',
+  lock_expired: 'warn',
+  session_opened: 'info',
+  session_expired: 'info',
+  lock_force_revoked: 'warn',
+  session_killed: 'warn',
+  wait_fallback: 'warn',
+  server_started: 'info',
+  server_stopping: 'info',
+  request_failed: 'error',
+  sweep_failed: 'error',
+};
+
+export interface EventContext {
+  requestId: string;
+}
+
+export interface EventLog {
+  emit<E extends EventName>(event: E, ctx: EventContext, fields: EventFields[E]): void;
+  readonly logger: Logger;
+}
+
+export function createEventLog(backend: BackendName, options: { destination?: DestinationStream; level?: string } = {}): EventLog {
+  const logger = pino(
+    {
+      level: options.level ?? process.env.HOLDFAST_LOG_LEVEL ?? 'info',
+      base: { backend },
+      messageKey: 'msg',
+      timestamp: pino.stdTimeFunctions.epochTime,
+      formatters: { level: (label) => ({ level: label }) },
+    },
+    options.destination ?? pino.destination({ dest: 1, sync: false }),
+  );
+  return {
+    logger,
+    emit(event, ctx, fields) {
+      const span = trace.getActiveSpan()?.spanContext();
+      const valid = span && span.traceId !== '00000000000000000000000000000000';
+      logger[EVENT_LEVELS[event]]({
+        event,
+        requestId: ctx.requestId,
+        traceId: valid ? span.traceId : null,
+        spanId: valid ? span.spanId : null,
+        ...fields,
+      });
+    },
+  };
+}

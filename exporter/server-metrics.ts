@@ -1,0 +1,80 @@
+/**
+ * The server's prom-client metrics, built from the declarative metric table.
+ * One Registry per server instance (tests run several in one process).
+ */
+import client, { type Counter, type Gauge, type Histogram, Registry } from 'prom-client';
+import type { BackendName } from '../lock/records.js';
+import { METRICS, type MetricSpec } from './metric-table.js';
+
+type ServerMetricKey = {
+  [K in keyof typeof METRICS]: (typeof METRICS)[K]['emitter'] extends 'server' ? K : never;
+}[keyof typeof METRICS];
+
+type LabelNames<K extends ServerMetricKey> = Exclude<keyof (typeof METRICS)[K]['labels'], 'backend'> & string;
+type Values<K extends ServerMetricKey, L extends string> = (typeof METRICS)[K]['labels'] extends Record<L, readonly (infer V)[]>
+  ? V
+  : never;
+/** Label values a caller passes: every label but `backend`, which the instance fixes. */
+export type LabelsOf<K extends ServerMetricKey> = { [L in LabelNames<K>]: Values<K, L> };
+
+export interface ServerMetrics {
+  readonly registry: Registry;
+  readonly backend: BackendName;
+  inc<K extends ServerMetricKey>(key: K, labels: LabelsOf<K>, by?: number): void;
+  observe<K extends ServerMetricKey>(key: K, labels: LabelsOf<K>, seconds: number): void;
+  /** Gauges are read at scrape time from whoever knows best (store or core). */
+  setGaugeSource(key: 'lockHeld' | 'lockWaiters' | 'lockSessionsActive' | 'lockDeadlockCycles', read: () => number | Promise<number>): void;
+}
+
+export function createServerMetrics(backend: BackendName, options: { collectDefaults?: boolean } = {}): ServerMetrics {
+  const registry = new Registry();
+  if (options.collectDefaults !== false) client.collectDefaultMetrics({ register: registry });
+  const gaugeSources = new Map<string, () => number | Promise<number>>();
+  const instruments = new Map<string, Counter<string> | Gauge<string> | Histogram<string>>();
+
+  for (const [key, spec] of Object.entries(METRICS) as [string, MetricSpec][]) {
+    if (spec.emitter !== 'server') continue;
+    const labelNames = Object.keys(spec.labels);
+    const common = { name: spec.name, help: spec.help, labelNames, registers: [registry] };
+    let instrument: Counter<string> | Gauge<string> | Histogram<string>;
+    if (spec.type === 'counter') instrument = new client.Counter(common);
+    else if (spec.type === 'histogram') instrument = new client.Histogram({ ...common, buckets: [...(spec.buckets ?? [])] });
+    else {
+      instrument = new client.Gauge({
+        ...common,
+        async collect() {
+          const read = gaugeSources.get(key);
+          if (read) this.set({ backend }, await read());
+        },
+      });
+    }
+    initialiseSeries(instrument, spec, backend);
+    instruments.set(key, instrument);
+  }
+
+  return {
+    registry,
+    backend,
+    inc(key, labels, by = 1) {
+      (instruments.get(key) as Counter<string>).inc({ ...labels, backend } as Record<string, string>, by);
+    },
+    observe(key, labels, seconds) {
+      (instruments.get(key) as Histogram<string>).observe({ ...labels, backend } as Record<string, string>, seconds);
+    },
+    setGaugeSource(key, read) {
+      gaugeSources.set(key, read);
+    },
+  };
+}
+
+/** Every series with known label values exists from the first scrape, so ratios and alerts have data. */
+function initialiseSeries(instrument: Counter<string> | Gauge<string> | Histogram<string>, spec: MetricSpec, backend: BackendName) {
+  const dims = Object.entries(spec.labels).filter(([name]) => name !== 'backend');
+  let combos: Record<string, string>[] = [{ backend }];
+  for (const [name, values] of dims) combos = combos.flatMap((c) => values.map((v) => ({ ...c, [name]: v })));
+  for (const labels of combos) {
+    if (instrument instanceof client.Histogram) instrument.zero(labels);
+    else if (instrument instanceof client.Counter) instrument.inc(labels, 0);
+    else instrument.set(labels, 0);
+  }
+}

@@ -1,0 +1,84 @@
+/**
+ * Admin bearer tokens (`HOLDFAST_ADMIN_TOKENS_FILE`, JSON `[{name, token, role}]`).
+ * Lookups compare SHA-256 digests in constant time against every token, so
+ * neither a token's content nor which token matched leaks through timing.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { z } from 'zod';
+
+export type AdminRole = 'viewer' | 'operator';
+
+export interface AdminIdentity {
+  name: string;
+  role: AdminRole;
+}
+
+const tokenFileSchema = z
+  .array(
+    z.object({
+      name: z.string().min(1).max(128),
+      token: z.string().min(16, 'tokens must be at least 16 characters').max(512),
+      role: z.enum(['viewer', 'operator']),
+    }),
+  )
+  .min(1);
+
+export class AdminTokens {
+  private readonly entries: { identity: AdminIdentity; digest: Buffer }[];
+
+  constructor(tokens: { name: string; token: string; role: AdminRole }[]) {
+    this.entries = tokens.map((t) => ({ identity: { name: t.name, role: t.role }, digest: digest(t.token) }));
+  }
+
+  get size(): number {
+    return this.entries.length;
+  }
+
+  identify(presented: string): AdminIdentity | null {
+    const candidate = digest(presented);
+    let found: AdminIdentity | null = null;
+    for (const entry of this.entries) {
+      if (timingSafeEqual(entry.digest, candidate) && !found) found = entry.identity;
+    }
+    return found;
+  }
+
+  static async fromFile(file: string): Promise<AdminTokens> {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(await readFile(file, 'utf8'));
+    } catch (error) {
+      throw new Error(`cannot read admin tokens from ${file}: ${(error as Error).message}`);
+    }
+    const parsed = tokenFileSchema.safeParse(raw);
+    if (!parsed.success) {
+      throw new Error(`invalid admin tokens file ${file}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    }
+    return new AdminTokens(parsed.data);
+  }
+
+  /**
+   * The embedded default's first start: one operator token in the data dir, so a
+   * new user can act from the console; a configured deployment never gets one.
+   */
+  static async ensureLocalOperator(dataDir: string): Promise<{ file: string; created: boolean }> {
+    const file = path.resolve(dataDir, 'admin-tokens.json');
+    try {
+      await readFile(file);
+      return { file, created: false };
+    } catch {
+      await mkdir(path.dirname(file), { recursive: true });
+      const tokens = [{ name: 'local-operator', token: randomBytes(24).toString('base64url'), role: 'operator' }];
+      await writeFile(file, `${JSON.stringify(tokens, null, 2)}\n`, { mode: 0o600, flag: 'wx' }).catch((error) => {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      });
+      return { file, created: true };
+    }
+  }
+}
+
+function digest(value: string): Buffer {
+  return createHash('sha256').update(value, 'utf8').digest();
+}

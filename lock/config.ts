@@ -1,0 +1,50 @@
+/**
+ * Configuration (contract C5): environment variables, all optional on the
+ * embedded default. Invalid values stop the server at start with a clear message.
+ */
+import { z } from 'zod';
+
+const intFrom = (min: number, max: number, fallback: number) =>
+  z
+    .string()
+    .regex(/^\d+$/, 'must be a whole number')
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max))
+    .optional()
+    .transform((v) => v ?? fallback);
+
+const schema = z.object({
+  HOLDFAST_STORE: z.enum(['embedded', 'postgres', 'etcd']).default('embedded'),
+  HOLDFAST_PORT: intFrom(0, 65535, 7070),
+  HOLDFAST_HOST: z.string().default('127.0.0.1'),
+  DATABASE_URL: z.string().optional(),
+  ETCD_ENDPOINTS: z.string().optional(),
+  HOLDFAST_ADMIN_TOKENS_FILE: z.string().optional(),
+  HOLDFAST_DATA_DIR: z.string().default('./.holdfast'),
+  LOCK_DEFAULT_TTL_MS: intFrom(1000, 600_000, 30_000),
+  HOLDFAST_SWEEP_INTERVAL_MS: intFrom(50, 60_000, 1000),
+  HOLDFAST_CONTENTION_PER_SESSION: intFrom(1, 1_000_000, 50),
+  HOLDFAST_CONTENTION_PER_SESSION_BURST: intFrom(1, 1_000_000, 100),
+  HOLDFAST_CONTENTION_SHARED: intFrom(1, 10_000_000, 5000),
+  HOLDFAST_CONTENTION_SHARED_BURST: intFrom(1, 10_000_000, 10000),
+  HOLDFAST_PG_POOL_SIZE: intFrom(1, 1000, 16),
+});
+
+export type ServerConfig = z.infer<typeof schema>;
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
+  const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = schema.safeParse(present);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new Error(`invalid configuration: ${problems}`);
+  }
+  const config = parsed.data;
+  if (config.HOLDFAST_STORE === 'postgres' && !config.DATABASE_URL) {
+    throw new Error('invalid configuration: HOLDFAST_STORE=postgres needs DATABASE_URL');
+  }
+  if (config.HOLDFAST_STORE === 'etcd' && !config.ETCD_ENDPOINTS) {
+    throw new Error('invalid configuration: HOLDFAST_STORE=etcd needs ETCD_ENDPOINTS');
+  }
+  return config;
+}

@@ -1,0 +1,474 @@
+/**
+ * The lock service core: sessions, acquire with bounded server-side waiting,
+ * renew, compare-and-delete release, force-revoke, session kill and the
+ * audit trail. It speaks to a store only through the SPI and never names one.
+ */
+import { randomBytes } from 'node:crypto';
+import { SpanStatusCode, trace, type Span } from '@opentelemetry/api';
+import { verifyAuditChain, type ChainVerification } from '../audit/chain.js';
+import {
+  ContentionExceededError,
+  LockContendedError,
+  LockLostError,
+  SessionNotFoundError,
+} from '../errors.js';
+import type {
+  AuditEntry,
+  FencingToken,
+  LockGrant,
+  LockInfo,
+  LockOutcome,
+  Page,
+  SessionEndCause,
+  SessionInfo,
+} from '../records.js';
+import { hasReleaseWaiter, type AuditQuery, type EndedSession, type HeldLock, type LockStore, type ReleaseWaiter, type WaitResult } from '../store/spi.js';
+import type { EventContext, EventLog } from '../../exporter/events.js';
+import type { ServerMetrics } from '../../exporter/server-metrics.js';
+import type { WaitOutcome } from '../../exporter/metric-table.js';
+import { ActivityWindow } from './activity-window.js';
+import { systemClock, type Clock, type RandomSource } from './clock.js';
+import { ContentionBudget, DEFAULT_CONTENTION_BUDGET, type ContentionBudgetConfig } from './contention-budget.js';
+import { WaiterRegistry, type Waiter } from './waiters.js';
+
+export interface LockServiceOptions {
+  clock?: Clock;
+  random?: RandomSource;
+  contentionBudget?: ContentionBudgetConfig;
+  /** Polling wait (stores without a ReleaseWaiter): first delay cap and the ceiling. */
+  pollBaseMillis?: number;
+  pollMaxMillis?: number;
+}
+
+export interface SessionView {
+  sessionId: string;
+  owner: string;
+  ttlMillis: number;
+  expiresAt: number;
+}
+
+export interface KillOutcome {
+  sessionId: string;
+  outcome: 'KILLED' | 'NOT_FOUND';
+  releasedLocks: number;
+  auditId: string;
+}
+
+/** A floor under every poll delay so a jittered draw near zero cannot become a busy loop. */
+const POLL_FLOOR_MILLIS = 10;
+
+export class LockService {
+  readonly waiters = new WaiterRegistry();
+  readonly activity: ActivityWindow;
+  private readonly clock: Clock;
+  private readonly random: RandomSource;
+  private readonly budget: ContentionBudget;
+  private readonly releaseWaiter: ReleaseWaiter | null;
+  private readonly pollBaseMillis: number;
+  private readonly pollMaxMillis: number;
+  private readonly tracer = trace.getTracer('holdfast-server');
+
+  constructor(
+    readonly store: LockStore,
+    private readonly metrics: ServerMetrics,
+    private readonly events: EventLog,
+    options: LockServiceOptions = {},
+  ) {
+    this.clock = options.clock ?? systemClock;
+    this.random = options.random ?? Math.random;
+    this.budget = new ContentionBudget(options.contentionBudget ?? DEFAULT_CONTENTION_BUDGET, this.clock);
+    // Detected once, at wiring: core never asks per call what the store can do.
+    this.releaseWaiter = hasReleaseWaiter(store) ? store : null;
+    this.pollBaseMillis = options.pollBaseMillis ?? 25;
+    this.pollMaxMillis = options.pollMaxMillis ?? 500;
+    this.activity = new ActivityWindow(() => this.clock.now());
+    metrics.setGaugeSource('lockWaiters', () => this.waiters.total());
+    metrics.setGaugeSource('lockDeadlockCycles', () => this.waiters.deadlockCycles());
+  }
+
+  get backend() {
+    return this.store.backend;
+  }
+
+  // ---- sessions -----------------------------------------------------------
+
+  async openSession(input: { ttlMillis: number; owner: string }, ctx: EventContext): Promise<SessionView> {
+    const now = this.clock.now();
+    const session = await this.store.openSession({
+      sessionId: newSessionId(),
+      owner: input.owner,
+      ttlMillis: input.ttlMillis,
+      createdAt: now,
+      lastHeartbeatAt: now,
+      expiresAt: now + input.ttlMillis,
+    });
+    this.events.emit('session_opened', ctx, { sessionId: session.sessionId, owner: session.owner, ttlMillis: session.ttlMillis });
+    return { sessionId: session.sessionId, owner: session.owner, ttlMillis: session.ttlMillis, expiresAt: session.expiresAt };
+  }
+
+  async heartbeat(sessionId: string): Promise<{ sessionId: string; expiresAt: number }> {
+    const session = await this.store.heartbeat(sessionId, this.clock.now());
+    if (!session) throw new SessionNotFoundError(sessionId);
+    return { sessionId, expiresAt: session.expiresAt };
+  }
+
+  async closeSession(sessionId: string, ctx: EventContext): Promise<void> {
+    const ended = await this.store.closeSession(sessionId, this.clock.now());
+    if (!ended) throw new SessionNotFoundError(sessionId);
+    this.sessionEnded(ended, ctx);
+  }
+
+  async killSession(sessionId: string, reason: string, actor: string, ctx: EventContext): Promise<KillOutcome> {
+    const now = this.clock.now();
+    const { ended, audit } = await this.store.killSession(sessionId, now, { at: now, actor, reason, requestId: ctx.requestId });
+    if (ended) this.sessionEnded(ended, ctx);
+    const outcome = ended ? 'KILLED' : 'NOT_FOUND';
+    this.events.emit('session_killed', ctx, { sessionId, actor, reason, outcome, auditId: audit.id });
+    return { sessionId, outcome, releasedLocks: ended?.releasedLocks.length ?? 0, auditId: audit.id };
+  }
+
+  listSessions(query: { limit: number; cursor?: string }): Promise<Page<SessionInfo>> {
+    return this.store.listSessions(query, this.clock.now());
+  }
+
+  /** Sweeper entry point: ends lapsed sessions and locks, and reports each. */
+  async sweep(ctx: EventContext, batch = 500): Promise<{ sessions: number; locks: number }> {
+    let sessions = 0;
+    let locks = 0;
+    for (;;) {
+      const ended = await this.store.expireSessions(this.clock.now(), batch);
+      for (const e of ended) this.sessionEnded(e, ctx);
+      sessions += ended.length;
+      if (ended.length < batch) break;
+    }
+    for (;;) {
+      const expired = await this.store.expireLocks(this.clock.now(), batch);
+      for (const lock of expired) {
+        this.events.emit('lock_expired', ctx, { key: lock.key, sessionId: lock.sessionId, fencingToken: lock.fencingToken, cause: 'ttl' });
+        this.waiters.keyReleased(lock.key);
+      }
+      locks += expired.length;
+      if (expired.length < batch) break;
+    }
+    this.budget.prune();
+    return { sessions, locks };
+  }
+
+  // ---- locks --------------------------------------------------------------
+
+  /**
+   * Acquire `key` for `sessionId`, waiting up to `waitMillis` for a release.
+   * `signal` aborts when the caller goes away (HTTP client disconnect).
+   */
+  async acquire(
+    req: { key: string; sessionId: string; ttlMillis: number; waitMillis: number },
+    ctx: EventContext,
+    signal?: AbortSignal,
+  ): Promise<LockGrant> {
+    return this.tracer.startActiveSpan('lock.acquire', { attributes: { 'lock.backend': this.backend } }, async (span) => {
+      try {
+        const grant = await this.acquireTraced(req, ctx, signal);
+        span.setAttribute('lock.outcome', 'granted');
+        span.setAttribute('lock.fencing_token', grant.fencingToken);
+        return grant;
+      } catch (error) {
+        markSpanFailed(span, acquireOutcomeOf(error));
+        throw error;
+      } finally {
+        span.end();
+      }
+    });
+  }
+
+  private async acquireTraced(
+    req: { key: string; sessionId: string; ttlMillis: number; waitMillis: number },
+    ctx: EventContext,
+    signal?: AbortSignal,
+  ): Promise<LockGrant> {
+    const startedAt = this.clock.now();
+    // A spent budget refuses before touching the store: that is what the budget protects.
+    const verdict = this.budget.check(req.sessionId);
+    if (!verdict.ok) throw this.contentionExceeded(req, verdict.scope, verdict.retryAfterSeconds, ctx);
+
+    let result = await this.store.tryAcquire({ ...req, now: startedAt });
+    if (result.kind === 'granted') return this.granted(result.grant, result.owner, result.existing, 0, ctx);
+    if (result.kind === 'session_not_found') throw new SessionNotFoundError(req.sessionId);
+    if (req.waitMillis <= 0) throw this.contended(req, result.holder, ctx);
+
+    const deadline = startedAt + req.waitMillis;
+    const waiter = this.waiters.register(req.key, req.sessionId, result.holder.sessionId);
+    const waitAbort = AbortSignal.any([waiter.sessionEnded.signal, ...(signal ? [signal] : [])]);
+    let usedFallback = false;
+    let attempt = 0;
+    try {
+      for (;;) {
+        const remaining = deadline - this.clock.now();
+        if (remaining <= 0) break;
+        let outcome: WaitResult['outcome'];
+        if (this.releaseWaiter && !usedFallback) {
+          const waited = await this.releaseWaiter.waitForRelease({
+            key: req.key,
+            ...(result.observedRevision !== undefined ? { observedRevision: result.observedRevision } : {}),
+            timeoutMillis: remaining,
+            signal: waitAbort,
+          });
+          outcome = waited.outcome;
+          if (waited.outcome === 'fallback') {
+            usedFallback = true;
+            this.events.emit('wait_fallback', ctx, { key: req.key, cause: waited.cause });
+            continue;
+          }
+        } else {
+          outcome = await this.pollDelay(waiter, attempt++, remaining, waitAbort);
+        }
+        if (waiter.sessionEnded.signal.aborted) throw new SessionNotFoundError(req.sessionId);
+        if (outcome === 'aborted') {
+          this.recordWait(usedFallback ? 'fallback' : 'aborted', startedAt);
+          throw signal?.reason instanceof Error ? signal.reason : new Error('acquire aborted by the caller');
+        }
+        if (outcome === 'deadline') break;
+        result = await this.store.tryAcquire({ ...req, now: this.clock.now() });
+        if (result.kind === 'granted') {
+          this.recordWait(usedFallback ? 'fallback' : 'released', startedAt);
+          return this.granted(result.grant, result.owner, result.existing, this.clock.now() - startedAt, ctx);
+        }
+        if (result.kind === 'session_not_found') throw new SessionNotFoundError(req.sessionId);
+        waiter.holderSessionId = result.holder.sessionId;
+      }
+      this.recordWait(usedFallback ? 'fallback' : 'deadline', startedAt);
+      throw this.contended(req, result.kind === 'held' ? result.holder : null, ctx);
+    } finally {
+      this.waiters.unregister(waiter);
+    }
+  }
+
+  async renew(req: { key: string; sessionId: string; fencingToken: FencingToken; ttlMillis: number }, ctx: EventContext): Promise<LockGrant> {
+    const lock = await this.store.renew({ ...req, now: this.clock.now() });
+    if (!lock) {
+      this.events.emit('lock_lost', ctx, { key: req.key, sessionId: req.sessionId, fencingToken: req.fencingToken, op: 'renew' });
+      throw new LockLostError(req.key);
+    }
+    return toGrant(lock);
+  }
+
+  async release(req: { key: string; sessionId: string; fencingToken: FencingToken }, ctx: EventContext): Promise<{ key: string; released: true }> {
+    const now = this.clock.now();
+    const lock = await this.store.release({ key: req.key, fencingToken: req.fencingToken, now });
+    if (!lock) {
+      this.events.emit('lock_lost', ctx, { key: req.key, sessionId: req.sessionId, fencingToken: req.fencingToken, op: 'release' });
+      throw new LockLostError(req.key);
+    }
+    this.waiters.keyReleased(req.key);
+    this.events.emit('lock_released', ctx, {
+      key: lock.key,
+      sessionId: lock.sessionId,
+      fencingToken: lock.fencingToken,
+      heldMillis: now - lock.grantedAt,
+    });
+    return { key: req.key, released: true };
+  }
+
+  async readLock(key: string): Promise<LockInfo> {
+    const lock = await this.store.readLock(key, this.clock.now());
+    return this.toInfo(key, lock);
+  }
+
+  async listLocks(query: { prefix?: string; limit: number; cursor?: string }): Promise<Page<LockInfo>> {
+    const page = await this.store.listLocks(query, this.clock.now());
+    return { items: page.items.map((lock) => this.toInfo(lock.key, lock)), nextCursor: page.nextCursor };
+  }
+
+  async forceRevoke(
+    req: { key: string; reason: string; expectedFencingToken?: FencingToken },
+    actor: string,
+    ctx: EventContext,
+  ): Promise<LockOutcome> {
+    const now = this.clock.now();
+    const result = await this.store.forceRevoke({
+      key: req.key,
+      ...(req.expectedFencingToken !== undefined ? { expectedFencingToken: req.expectedFencingToken } : {}),
+      now,
+      audit: { at: now, actor, reason: req.reason, requestId: ctx.requestId },
+    });
+    if (result.revoked) this.waiters.keyReleased(req.key);
+    const metricOutcome = ({ REVOKED: 'revoked', NOT_HELD: 'not_held', TOKEN_MISMATCH: 'token_mismatch' } as const)[result.outcome];
+    this.metrics.inc('lockForceRevokeTotal', { outcome: metricOutcome });
+    this.activity.record(`force_revoke:${metricOutcome}`);
+    this.events.emit('lock_force_revoked', ctx, {
+      key: req.key,
+      actor,
+      reason: req.reason,
+      fencingToken: result.revoked?.fencingToken ?? req.expectedFencingToken ?? null,
+      outcome: result.outcome,
+      auditId: result.audit.id,
+    });
+    return {
+      key: req.key,
+      outcome: result.outcome,
+      ...(result.revoked ? { revokedFencingToken: result.revoked.fencingToken } : {}),
+      auditId: result.audit.id,
+    };
+  }
+
+  // ---- audit --------------------------------------------------------------
+
+  listAudit(query: AuditQuery): Promise<Page<AuditEntry>> {
+    return this.store.listAudit(query);
+  }
+
+  verifyAudit(): Promise<ChainVerification> {
+    return verifyAuditChain(this.store.readAuditChain());
+  }
+
+  // ---- internals ----------------------------------------------------------
+
+  private granted(grant: LockGrant, owner: string, existing: boolean, waitedMillis: number, ctx: EventContext): LockGrant {
+    if (!existing) {
+      this.events.emit('lock_granted', ctx, {
+        key: grant.key,
+        sessionId: grant.sessionId,
+        owner,
+        fencingToken: grant.fencingToken,
+        ttlMillis: grant.ttlMillis,
+        waitedMillis,
+      });
+    }
+    return grant;
+  }
+
+  /** Charges the contended attempt to both budgets, or refuses with 429 if either is spent. */
+  private contended(
+    req: { key: string; sessionId: string },
+    holder: HeldLock | null,
+    ctx: EventContext,
+  ): LockContendedError | ContentionExceededError {
+    const verdict = this.budget.charge(req.sessionId);
+    if (!verdict.ok) return this.contentionExceeded(req, verdict.scope, verdict.retryAfterSeconds, ctx, holder);
+    this.metrics.inc('lockContentionTotal', { reason: 'contended' });
+    this.activity.record('contention:contended');
+    this.events.emit('lock_contended', ctx, {
+      key: req.key,
+      sessionId: req.sessionId,
+      holderSessionId: holder?.sessionId ?? null,
+      reason: 'contended',
+    });
+    return new LockContendedError(req.key, holder?.sessionId);
+  }
+
+  private contentionExceeded(
+    req: { key: string; sessionId: string },
+    scope: 'session' | 'shared',
+    retryAfterSeconds: number,
+    ctx: EventContext,
+    holder: HeldLock | null = null,
+  ): ContentionExceededError {
+    this.metrics.inc('lockContentionTotal', { reason: 'exceeded' });
+    this.activity.record('contention:exceeded');
+    this.events.emit('lock_contended', ctx, {
+      key: req.key,
+      sessionId: req.sessionId,
+      holderSessionId: holder?.sessionId ?? null,
+      reason: 'exceeded',
+    });
+    const whose = scope === 'session' ? "this session's" : 'the shared';
+    return new ContentionExceededError(`${whose} contention budget is spent; back off and retry`, retryAfterSeconds);
+  }
+
+  /**
+   * Polling wait for stores without a ReleaseWaiter: full-jitter delay with a
+   * floor, cut short by a release this instance sees, the deadline, or an abort.
+   */
+  private async pollDelay(waiter: Waiter, attempt: number, remaining: number, signal: AbortSignal): Promise<WaitOutcome> {
+    const cap = Math.min(this.pollMaxMillis, this.pollBaseMillis * 2 ** Math.min(attempt, 20));
+    const delay = Math.min(remaining, POLL_FLOOR_MILLIS + Math.floor(this.random() * (cap + 1)));
+    const timer = new AbortController();
+    try {
+      await Promise.race([
+        this.clock.sleep(delay, AbortSignal.any([signal, timer.signal])),
+        waiter.nextLocalRelease(),
+      ]);
+    } catch {
+      if (signal.aborted) return 'aborted';
+    } finally {
+      timer.abort();
+    }
+    return delay >= remaining ? 'deadline' : 'released';
+  }
+
+  private recordWait(outcome: WaitOutcome, startedAt: number): void {
+    this.metrics.observe('lockWaitSeconds', { outcome }, (this.clock.now() - startedAt) / 1000);
+  }
+
+  private sessionEnded(ended: EndedSession, ctx: EventContext): void {
+    const { session, cause } = ended;
+    this.waiters.sessionEnded(session.sessionId);
+    this.budget.forget(session.sessionId);
+    this.metrics.inc('lockSessionExpiredTotal', { cause });
+    this.activity.record(`session_expired:${cause}`);
+    this.events.emit('session_expired', ctx, { sessionId: session.sessionId, owner: session.owner, cause });
+    for (const lock of ended.releasedLocks) {
+      this.events.emit('lock_expired', ctx, {
+        key: lock.key,
+        sessionId: lock.sessionId,
+        fencingToken: lock.fencingToken,
+        cause: LOCK_CAUSE_OF_SESSION_END[cause],
+      });
+      this.waiters.keyReleased(lock.key);
+    }
+  }
+
+  private toInfo(key: string, lock: HeldLock | null): LockInfo {
+    const waiterCount = this.waiters.count(key);
+    if (!lock) return { key, held: false, waiterCount };
+    return {
+      key,
+      held: true,
+      sessionId: lock.sessionId,
+      owner: lock.owner,
+      fencingToken: lock.fencingToken,
+      grantedAt: lock.grantedAt,
+      expiresAt: lock.expiresAt,
+      waiterCount,
+    };
+  }
+}
+
+const LOCK_CAUSE_OF_SESSION_END: Record<SessionEndCause, 'session_ttl' | 'session_closed' | 'session_killed'> = {
+  ttl: 'session_ttl',
+  closed: 'session_closed',
+  killed: 'session_killed',
+};
+
+function toGrant(lock: HeldLock): LockGrant {
+  const { owner: _owner, ...grant } = lock;
+  return grant;
+}
+
+function newSessionId(): string {
+  return `s_${randomBytes(16).toString('base64url')}`;
+}
+
+/** The `lock_acquire_seconds` outcome an acquire failure maps to. */
+export function acquireOutcomeOf(error: unknown) {
+  const code = (error as { code?: string }).code;
+  switch (code) {
+    case 'LOCK_CONTENDED':
+      return 'contended' as const;
+    case 'CONTENTION_EXCEEDED':
+      return 'contention_exceeded' as const;
+    case 'SESSION_NOT_FOUND':
+      return 'session_not_found' as const;
+    case 'VALIDATION_FAILED':
+      return 'invalid' as const;
+    case 'NOT_LEADER':
+      return 'not_leader' as const;
+    default:
+      return 'error' as const;
+  }
+}
+
+function markSpanFailed(span: Span, outcome: string): void {
+  span.setAttribute('lock.outcome', outcome);
+  span.setAttribute('error.type', outcome);
+  span.setStatus({ code: SpanStatusCode.ERROR, message: outcome });
+}

@@ -1,0 +1,138 @@
+/**
+ * In-process registry of acquires waiting on this server instance: the live
+ * advisory waiterCount per key, the `lock_waiters` gauge, the wait-for graph
+ * behind `lock_deadlock_cycles`, immediate wake-up of local waiters when this
+ * instance sees a key released, and an abort for every waiter of a session
+ * that ends (so it answers SESSION_NOT_FOUND at once, not at its deadline).
+ */
+
+export class Waiter {
+  /** Aborted when the waiter's own session ends. */
+  readonly sessionEnded = new AbortController();
+  private wake: (() => void) | null = null;
+  private woken = false;
+
+  constructor(
+    readonly key: string,
+    readonly sessionId: string,
+    public holderSessionId: string | null,
+  ) {}
+
+  /** Resolves at the next local release of the key (or at once if one happened since the last call). */
+  nextLocalRelease(): Promise<void> {
+    if (this.woken) {
+      this.woken = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      this.wake = resolve;
+    });
+  }
+
+  notifyReleased(): void {
+    if (this.wake) {
+      const wake = this.wake;
+      this.wake = null;
+      wake();
+    } else {
+      this.woken = true;
+    }
+  }
+}
+
+export class WaiterRegistry {
+  private readonly byKey = new Map<string, Set<Waiter>>();
+  private readonly bySession = new Map<string, Set<Waiter>>();
+
+  register(key: string, sessionId: string, holderSessionId: string | null): Waiter {
+    const waiter = new Waiter(key, sessionId, holderSessionId);
+    addTo(this.byKey, key, waiter);
+    addTo(this.bySession, sessionId, waiter);
+    return waiter;
+  }
+
+  unregister(waiter: Waiter): void {
+    removeFrom(this.byKey, waiter.key, waiter);
+    removeFrom(this.bySession, waiter.sessionId, waiter);
+  }
+
+  count(key: string): number {
+    return this.byKey.get(key)?.size ?? 0;
+  }
+
+  total(): number {
+    let n = 0;
+    for (const set of this.byKey.values()) n += set.size;
+    return n;
+  }
+
+  keyReleased(key: string): void {
+    for (const waiter of this.byKey.get(key) ?? []) waiter.notifyReleased();
+  }
+
+  sessionEnded(sessionId: string): void {
+    for (const waiter of this.bySession.get(sessionId) ?? []) waiter.sessionEnded.abort(new Error('session ended'));
+  }
+
+  /**
+   * Cycles in the wait-for graph (session → session holding what it waits for),
+   * counted as strongly connected components with more than one session or a self-loop.
+   */
+  deadlockCycles(): number {
+    const edges = new Map<string, Set<string>>();
+    for (const set of this.byKey.values()) {
+      for (const w of set) if (w.holderSessionId) addTo(edges, w.sessionId, w.holderSessionId);
+    }
+    return countCycles(edges);
+  }
+}
+
+function countCycles(edges: Map<string, Set<string>>): number {
+  // Tarjan's strongly connected components.
+  let index = 0;
+  let cycles = 0;
+  const indices = new Map<string, number>();
+  const lowlink = new Map<string, number>();
+  const onStack = new Set<string>();
+  const stack: string[] = [];
+  const visit = (v: string) => {
+    indices.set(v, index);
+    lowlink.set(v, index);
+    index++;
+    stack.push(v);
+    onStack.add(v);
+    for (const w of edges.get(v) ?? []) {
+      if (!indices.has(w)) {
+        visit(w);
+        lowlink.set(v, Math.min(lowlink.get(v)!, lowlink.get(w)!));
+      } else if (onStack.has(w)) {
+        lowlink.set(v, Math.min(lowlink.get(v)!, indices.get(w)!));
+      }
+    }
+    if (lowlink.get(v) === indices.get(v)) {
+      const component: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        component.push(w);
+      } while (w !== v);
+      if (component.length > 1 || edges.get(v)?.has(v)) cycles++;
+    }
+  };
+  for (const v of edges.keys()) if (!indices.has(v)) visit(v);
+  return cycles;
+}
+
+function addTo<K, V>(map: Map<K, Set<V>>, key: K, value: V): void {
+  let set = map.get(key);
+  if (!set) map.set(key, (set = new Set()));
+  set.add(value);
+}
+
+function removeFrom<K, V>(map: Map<K, Set<V>>, key: K, value: V): void {
+  const set = map.get(key);
+  if (!set) return;
+  set.delete(value);
+  if (set.size === 0) map.delete(key);
+}

@@ -1,0 +1,121 @@
+/**
+ * Assembles one Holdfast server: store → instrumentation → core → HTTP, plus
+ * the sweeper and graceful shutdown. Used by `holdfast server` and by tests.
+ */
+import type { DestinationStream } from 'pino';
+import { AdminTokens } from './admin-tokens.js';
+import type { ServerConfig } from './config.js';
+import type { Clock } from './core/clock.js';
+import { LockService } from './core/lock-service.js';
+import { NotLeaderError } from './errors.js';
+import { buildHttpServer } from './http/server.js';
+import { openStore } from './store/open-store.js';
+import type { LockStore } from './store/spi.js';
+import { createEventLog, type EventLog } from '../exporter/events.js';
+import { instrumentStore } from '../exporter/instrumented-store.js';
+import { renderMetrics } from '../exporter/render-metrics.js';
+import { createServerMetrics, type ServerMetrics } from '../exporter/server-metrics.js';
+
+export interface StartOptions {
+  /** Use this store instead of opening the configured one (tests wrap stores). */
+  store?: LockStore;
+  logDestination?: DestinationStream;
+  clock?: Clock;
+  random?: () => number;
+}
+
+export interface RunningServer {
+  url: string;
+  port: number;
+  service: LockService;
+  metrics: ServerMetrics;
+  events: EventLog;
+  /** Where the embedded default's operator token was written, if it was. */
+  localTokenFile?: string;
+  /** Stop accepting, finish in-flight requests, close the store. */
+  stop(): Promise<void>;
+}
+
+export async function startHoldfastServer(config: ServerConfig, options: StartOptions = {}): Promise<RunningServer> {
+  const rawStore = options.store ?? (await openStore(config));
+  const metrics = createServerMetrics(rawStore.backend);
+  const events = createEventLog(rawStore.backend, options.logDestination ? { destination: options.logDestination } : {});
+  const store = instrumentStore(rawStore, metrics);
+  metrics.setGaugeSource('lockHeld', async () => (await store.summary(Date.now())).heldLocks);
+  metrics.setGaugeSource('lockSessionsActive', async () => (await store.summary(Date.now())).activeSessions);
+
+  const service = new LockService(store, metrics, events, {
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.random ? { random: options.random } : {}),
+    contentionBudget: {
+      perSessionPerSecond: config.HOLDFAST_CONTENTION_PER_SESSION,
+      perSessionBurst: config.HOLDFAST_CONTENTION_PER_SESSION_BURST,
+      sharedPerSecond: config.HOLDFAST_CONTENTION_SHARED,
+      sharedBurst: config.HOLDFAST_CONTENTION_SHARED_BURST,
+    },
+  });
+
+  let localTokenFile: string | undefined;
+  let tokensFile = config.HOLDFAST_ADMIN_TOKENS_FILE;
+  if (!tokensFile && rawStore.backend === 'embedded') {
+    localTokenFile = (await AdminTokens.ensureLocalOperator(config.HOLDFAST_DATA_DIR)).file;
+    tokensFile = localTokenFile;
+  }
+  const tokens = tokensFile ? await AdminTokens.fromFile(tokensFile) : new AdminTokens([]);
+
+  const shutdown = new AbortController();
+  const app = buildHttpServer({
+    service,
+    tokens,
+    metrics,
+    events,
+    defaultLockTtlMillis: config.LOCK_DEFAULT_TTL_MS,
+    shutdownSignal: shutdown.signal,
+    renderMetrics: (accept) => renderMetrics(metrics.registry, accept),
+  });
+
+  const sweeper = startSweeper(service, events, config.HOLDFAST_SWEEP_INTERVAL_MS);
+  await app.listen({ port: config.HOLDFAST_PORT, host: config.HOLDFAST_HOST });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : config.HOLDFAST_PORT;
+  events.emit('server_started', { requestId: 'startup' }, { port, store: rawStore.backend });
+
+  let stopping: Promise<void> | undefined;
+  return {
+    url: `http://${config.HOLDFAST_HOST}:${port}`,
+    port,
+    service,
+    metrics,
+    events,
+    ...(localTokenFile ? { localTokenFile } : {}),
+    stop() {
+      stopping ??= (async () => {
+        // Waiting acquires answer 503 NOT_LEADER at once so their callers retry elsewhere.
+        shutdown.abort(new NotLeaderError('server is shutting down; retry'));
+        await app.close();
+        await sweeper.stop();
+        await store.close();
+      })();
+      return stopping;
+    },
+  };
+}
+
+function startSweeper(service: LockService, events: EventLog, intervalMillis: number) {
+  let running: Promise<unknown> = Promise.resolve();
+  let sweeps = 0;
+  const timer = setInterval(() => {
+    running = running.then(() =>
+      service.sweep({ requestId: `sweep-${++sweeps}` }).catch((error: Error) => {
+        events.emit('sweep_failed', { requestId: `sweep-${sweeps}` }, { message: error.message });
+      }),
+    );
+  }, intervalMillis);
+  timer.unref();
+  return {
+    async stop() {
+      clearInterval(timer);
+      await running;
+    },
+  };
+}

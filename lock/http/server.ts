@@ -1,0 +1,336 @@
+/**
+ * The HTTP surface (contract C3) on Fastify. Validation is Ajv with coercion
+ * off and unknown fields rejected; every error leaves through one handler in
+ * the pinned body. L4/L5/L6 outcomes are recorded here, once per answer.
+ */
+import { randomUUID } from 'node:crypto';
+import { ROOT_CONTEXT, context, propagation } from '@opentelemetry/api';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { AdminIdentity, AdminRole, AdminTokens } from '../admin-tokens.js';
+import type { LockService } from '../core/lock-service.js';
+import {
+  ForbiddenError,
+  HoldfastError,
+  InternalError,
+  RouteNotFoundError,
+  UnauthenticatedError,
+  ValidationFailedError,
+} from '../errors.js';
+import type { EventLog } from '../../exporter/events.js';
+import type { ServerMetrics } from '../../exporter/server-metrics.js';
+import { SLO_S1, type AcquireOutcome, type ReleaseOutcome, type RenewOutcome } from '../../exporter/metric-table.js';
+import * as schemas from './schemas.js';
+import { checkFencingToken, decodeKeySegment, parseLimit } from './validation.js';
+import { buildSummary } from './summary.js';
+
+export interface HttpServerDeps {
+  service: LockService;
+  tokens: AdminTokens;
+  metrics: ServerMetrics;
+  events: EventLog;
+  defaultLockTtlMillis: number;
+  /** Aborted when the server starts shutting down; waiting acquires end at once. */
+  shutdownSignal: AbortSignal;
+  /** Renders `/metrics` (the exporter owns the format). */
+  renderMetrics: (accept: string | undefined) => Promise<{ contentType: string; body: string }>;
+}
+
+type Measured = 'acquire' | 'renew' | 'release';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    errorCode?: string;
+    clientGone?: boolean;
+    admin?: AdminIdentity;
+  }
+  interface FastifyContextConfig {
+    measured?: Measured;
+    role?: AdminRole;
+  }
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const BODY_LIMIT_BYTES = 16 * 1024;
+
+export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
+  const { service, events } = deps;
+  const app = Fastify({
+    logger: false,
+    bodyLimit: BODY_LIMIT_BYTES,
+    // The pinned surface checks types strictly: "15000" is not an integer.
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false } },
+    genReqId: (req) => {
+      const incoming = req.headers['x-request-id'];
+      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    },
+    return503OnClosing: false,
+    frameworkErrors: (error, request, reply) => {
+      void sendError(reply, request, new ValidationFailedError(`malformed request: ${error.message}`));
+    },
+  });
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+    reply.header('holdfast-backend', service.backend);
+  });
+
+  // Admin routes: bearer token, then role.
+  app.addHook('preHandler', async (request) => {
+    const role = request.routeOptions.config.role;
+    if (!role) return;
+    const header = request.headers.authorization;
+    const match = typeof header === 'string' ? /^Bearer ([^\s]+)$/i.exec(header) : null;
+    if (!match) throw new UnauthenticatedError('admin routes need Authorization: Bearer <token>');
+    const identity = deps.tokens.identify(match[1]!);
+    if (!identity) throw new UnauthenticatedError('unknown admin token');
+    if (role === 'operator' && identity.role !== 'operator') {
+      throw new ForbiddenError(`${identity.name} is a viewer; this action needs the operator role`);
+    }
+    request.admin = identity;
+  });
+
+  app.addHook('onResponse', async (request, reply) => {
+    const measured = request.routeOptions.config?.measured;
+    if (!measured || request.clientGone) return;
+    recordOutcome(deps, measured, reply.statusCode, request.errorCode, reply.elapsedTime / 1000);
+  });
+
+  app.setErrorHandler((error, request, reply) => sendError(reply, request, error));
+  app.setNotFoundHandler((request, reply) =>
+    sendError(reply, request, new RouteNotFoundError(`no route ${request.method} ${request.url.split('?')[0]}`)),
+  );
+
+  // The server is JSON only; everything else is a 400, not a 415 outside the pinned table.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: BODY_LIMIT_BYTES }, (_req, body, done) => {
+    if (body === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(body as string));
+    } catch {
+      done(new ValidationFailedError('body is not valid JSON'), undefined);
+    }
+  });
+  app.addContentTypeParser('*', (_req, _payload, done) => done(new ValidationFailedError('body must be application/json'), undefined));
+
+  const ctx = (request: FastifyRequest) => ({ requestId: request.id });
+  const keyOf = (request: FastifyRequest) => {
+    const raw = /^\/v1\/(?:admin\/)?locks\/([^/?#]+)/.exec(request.url)?.[1];
+    if (raw === undefined) throw new ValidationFailedError('lock key missing from the path');
+    return decodeKeySegment(raw);
+  };
+  const bodyOf = <T>(request: FastifyRequest) => (request.body ?? {}) as T;
+
+  // ---- L1–L3 sessions ----
+  app.post('/v1/sessions', { schema: { body: schemas.openSessionBody } }, async (request, reply) => {
+    const body = bodyOf<{ ttlMillis?: number; owner?: string }>(request);
+    const session = await service.openSession({ ttlMillis: body.ttlMillis ?? 15000, owner: body.owner ?? '' }, ctx(request));
+    return reply.code(201).send(session);
+  });
+
+  app.post('/v1/sessions/:sessionId/heartbeat', { schema: { body: schemas.emptyBody, params: sessionParams } }, async (request) =>
+    service.heartbeat((request.params as { sessionId: string }).sessionId),
+  );
+
+  app.delete('/v1/sessions/:sessionId', { schema: { params: sessionParams } }, async (request, reply) => {
+    await service.closeSession((request.params as { sessionId: string }).sessionId, ctx(request));
+    return reply.code(204).send();
+  });
+
+  // ---- L4–L7 locks ----
+  app.post('/v1/locks/:key/acquire', { schema: { body: schemas.acquireBody }, config: { measured: 'acquire' } }, async (request, reply) => {
+    const key = keyOf(request);
+    const body = bodyOf<{ sessionId: string; ttlMillis?: number; waitMillis?: number }>(request);
+    const abort = new AbortController();
+    reply.raw.on('close', () => {
+      if (!reply.raw.writableFinished) {
+        request.clientGone = true;
+        abort.abort(new Error('client went away'));
+      }
+    });
+    // Continue the caller's trace when it sent one (the SDK's lock.acquire span).
+    const parent = propagation.extract(ROOT_CONTEXT, request.headers);
+    return context.with(parent, () =>
+      service.acquire(
+        {
+          key,
+          sessionId: body.sessionId,
+          ttlMillis: body.ttlMillis ?? deps.defaultLockTtlMillis,
+          waitMillis: body.waitMillis ?? 0,
+        },
+        ctx(request),
+        AbortSignal.any([abort.signal, deps.shutdownSignal]),
+      ),
+    );
+  });
+
+  app.post('/v1/locks/:key/renew', { schema: { body: schemas.renewBody }, config: { measured: 'renew' } }, async (request) => {
+    const key = keyOf(request);
+    const body = bodyOf<{ sessionId: string; fencingToken: string; ttlMillis?: number }>(request);
+    return service.renew(
+      {
+        key,
+        sessionId: body.sessionId,
+        fencingToken: checkFencingToken(body.fencingToken),
+        ttlMillis: body.ttlMillis ?? deps.defaultLockTtlMillis,
+      },
+      ctx(request),
+    );
+  });
+
+  app.post('/v1/locks/:key/release', { schema: { body: schemas.releaseBody }, config: { measured: 'release' } }, async (request) => {
+    const key = keyOf(request);
+    const body = bodyOf<{ sessionId: string; fencingToken: string }>(request);
+    return service.release({ key, sessionId: body.sessionId, fencingToken: checkFencingToken(body.fencingToken) }, ctx(request));
+  });
+
+  app.get('/v1/locks/:key', async (request) => service.readLock(keyOf(request)));
+
+  // ---- A1–A6 admin ----
+  app.get('/v1/admin/locks', { schema: { querystring: schemas.listLocksQuery }, config: { role: 'viewer' } }, async (request) => {
+    const q = request.query as { prefix?: string; limit?: string; cursor?: string };
+    return service.listLocks({
+      limit: parseLimit(q.limit),
+      ...(q.prefix ? { prefix: q.prefix } : {}),
+      ...(q.cursor ? { cursor: q.cursor } : {}),
+    });
+  });
+
+  app.get('/v1/admin/sessions', { schema: { querystring: schemas.listQuery }, config: { role: 'viewer' } }, async (request) => {
+    const q = request.query as { limit?: string; cursor?: string };
+    return service.listSessions({ limit: parseLimit(q.limit), ...(q.cursor ? { cursor: q.cursor } : {}) });
+  });
+
+  app.post('/v1/admin/locks/:key/revoke', { schema: { body: schemas.revokeBody }, config: { role: 'operator' } }, async (request) => {
+    const key = keyOf(request);
+    const body = bodyOf<{ reason: string; expectedFencingToken?: string }>(request);
+    return service.forceRevoke(
+      {
+        key,
+        reason: body.reason,
+        ...(body.expectedFencingToken !== undefined
+          ? { expectedFencingToken: checkFencingToken(body.expectedFencingToken, 'expectedFencingToken') }
+          : {}),
+      },
+      request.admin!.name,
+      ctx(request),
+    );
+  });
+
+  app.get('/v1/admin/audit', { schema: { querystring: schemas.auditQuery }, config: { role: 'viewer' } }, async (request) => {
+    const q = request.query as { limit?: string; cursor?: string; actor?: string; action?: string; target?: string };
+    return service.listAudit({
+      limit: parseLimit(q.limit),
+      ...(q.cursor ? { cursor: q.cursor } : {}),
+      ...(q.actor ? { actor: q.actor } : {}),
+      ...(q.action ? { action: q.action } : {}),
+      ...(q.target ? { target: q.target } : {}),
+    });
+  });
+
+  app.get('/v1/admin/audit/verify', { config: { role: 'viewer' } }, async () => service.verifyAudit());
+
+  app.get('/v1/admin/summary', { config: { role: 'viewer' } }, async () => buildSummary(service));
+
+  app.post(
+    '/v1/admin/sessions/:sessionId/kill',
+    { schema: { body: schemas.killBody, params: sessionParams }, config: { role: 'operator' } },
+    async (request) =>
+      service.killSession(
+        (request.params as { sessionId: string }).sessionId,
+        bodyOf<{ reason: string }>(request).reason,
+        request.admin!.name,
+        ctx(request),
+      ),
+  );
+
+  // ---- operations ----
+  app.get('/metrics', async (request, reply) => {
+    const { contentType, body } = await deps.renderMetrics(request.headers.accept);
+    return reply.type(contentType).send(body);
+  });
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_request, reply) => {
+    await service.store.ping();
+    return reply.send({ status: 'ready', backend: service.backend });
+  });
+
+  function sendError(reply: FastifyReply, request: FastifyRequest, error: unknown) {
+    const failure = toHoldfastError(error);
+    request.errorCode = failure.code;
+    if (failure instanceof InternalError) {
+      events.emit('request_failed', { requestId: request.id }, {
+        method: request.method,
+        route: request.routeOptions?.url ?? 'unknown',
+        status: 500,
+        message: (error as Error)?.stack ?? String(error),
+      });
+    }
+    if (failure.retryAfterSeconds !== undefined) reply.header('retry-after', String(failure.retryAfterSeconds));
+    return reply.code(failure.status).type('application/json').send(failure.toBody());
+  }
+
+  return app;
+}
+
+const sessionParams = {
+  type: 'object',
+  properties: { sessionId: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$' } },
+  required: ['sessionId'],
+} as const;
+
+/** Any failure to the pinned error shape: framework 4xx are malformed input, the rest a bug. */
+function toHoldfastError(error: unknown): HoldfastError {
+  if (error instanceof HoldfastError) return error;
+  const e = error as { validation?: unknown; statusCode?: number; message?: string; code?: string };
+  if (e.validation) return new ValidationFailedError(`invalid request: ${e.message}`);
+  if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
+    return new ValidationFailedError(`malformed request: ${e.message ?? e.code}`);
+  }
+  return new InternalError('internal error; see the server log for this request id');
+}
+
+function recordOutcome(deps: HttpServerDeps, measured: Measured, status: number, code: string | undefined, seconds: number) {
+  const { metrics, service } = deps;
+  let bad = false;
+  if (measured === 'acquire') {
+    const outcome: AcquireOutcome = status < 300 ? 'granted' : acquireOutcome(code);
+    metrics.observe('lockAcquireSeconds', { outcome }, seconds);
+    service.activity.record(`acquire:${outcome}`);
+    bad = (SLO_S1.badOutcomes as readonly string[]).includes(outcome);
+  } else {
+    const outcome: RenewOutcome | ReleaseOutcome =
+      status < 300
+        ? measured === 'renew'
+          ? 'renewed'
+          : 'released'
+        : code === 'LOCK_LOST'
+          ? 'lost'
+          : code === 'VALIDATION_FAILED' || code === 'SESSION_NOT_FOUND' || code === 'NOT_FOUND'
+            ? 'invalid'
+            : 'error';
+    if (measured === 'renew') metrics.inc('lockRenewTotal', { outcome: outcome as RenewOutcome });
+    else metrics.inc('lockReleaseTotal', { outcome: outcome as ReleaseOutcome });
+    service.activity.record(`${measured}:${outcome}`);
+    bad = outcome === 'error';
+  }
+  service.activity.record('slo:requests');
+  if (bad) service.activity.record('slo:bad');
+}
+
+function acquireOutcome(code: string | undefined): AcquireOutcome {
+  switch (code) {
+    case 'LOCK_CONTENDED':
+      return 'contended';
+    case 'CONTENTION_EXCEEDED':
+      return 'contention_exceeded';
+    case 'SESSION_NOT_FOUND':
+      return 'session_not_found';
+    case 'VALIDATION_FAILED':
+    case 'NOT_FOUND':
+      return 'invalid';
+    case 'NOT_LEADER':
+      return 'not_leader';
+    default:
+      return 'error';
+  }
+}

@@ -1,0 +1,37 @@
+/**
+ * Wires the configured store by name. This is the one place outside a store's
+ * own folder that knows which stores exist; core receives only the SPI.
+ */
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import type { ServerConfig } from '../config.js';
+import type { LockStore } from './spi.js';
+import { PgDatabase } from './sql/pg-database.js';
+import { PgliteDatabase } from './sql/pglite-database.js';
+import { SqlLockStore } from './sql/sql-store.js';
+
+export async function openStore(config: ServerConfig): Promise<LockStore> {
+  let store: LockStore;
+  switch (config.HOLDFAST_STORE) {
+    case 'embedded': {
+      const dataDir = path.resolve(config.HOLDFAST_DATA_DIR, 'pgdata');
+      await mkdir(dataDir, { recursive: true });
+      store = new SqlLockStore(await PgliteDatabase.open(dataDir), 'embedded');
+      break;
+    }
+    case 'postgres':
+      store = new SqlLockStore(new PgDatabase(config.DATABASE_URL!, config.HOLDFAST_PG_POOL_SIZE), 'postgres');
+      break;
+    case 'etcd': {
+      // Loaded on demand so the embedded default never pulls in the etcd client.
+      const etcdModule = './etcd/etcd-store.js';
+      const { EtcdStore } = (await import(etcdModule)) as {
+        EtcdStore: new (options: { endpoints: string[] }) => LockStore;
+      };
+      store = new EtcdStore({ endpoints: config.ETCD_ENDPOINTS!.split(',').map((e) => e.trim()).filter(Boolean) });
+      break;
+    }
+  }
+  await store.init();
+  return store;
+}

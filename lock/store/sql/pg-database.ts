@@ -1,0 +1,53 @@
+import pg from 'pg';
+import type { Queryable, Row, SqlDatabase } from './queryable.js';
+
+const INT8_OID = 20;
+const types = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === INT8_OID) return (value: string) => Number(value);
+    return pg.types.getTypeParser(oid, format as 'text');
+  },
+};
+
+/** A pooled PostgreSQL connection (`pg`). */
+export class PgDatabase implements SqlDatabase {
+  private readonly pool: pg.Pool;
+
+  constructor(connectionString: string, poolSize = 16) {
+    this.pool = new pg.Pool({ connectionString, max: poolSize, types: types as pg.CustomTypesConfig });
+    // An idle client losing its connection must not crash the server; the next query reports it.
+    this.pool.on('error', () => {});
+  }
+
+  async query<R extends Row = Row>(sql: string, params: readonly unknown[] = []): Promise<R[]> {
+    const result = await this.pool.query(sql, params as unknown[]);
+    return result.rows as R[];
+  }
+
+  async exec(sql: string): Promise<void> {
+    await this.pool.query(sql);
+  }
+
+  async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const tx: Queryable = {
+        query: async <R extends Row = Row>(sql: string, params: readonly unknown[] = []) =>
+          (await client.query(sql, params as unknown[])).rows as R[],
+      };
+      const result = await work(tx);
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}
