@@ -10,14 +10,16 @@
  * - SESSION_NOT_FOUND: the session is gone — SessionLostError.
  * - VALIDATION_FAILED or any other non-retryable answer: throw at once.
  * - A FencedOutError from the grant check is thrown, never retried.
- * - At most `maxAttempts` L4 calls; a server-side wait is trimmed to fit the budget.
+ * - At most `maxAttempts` L4 calls; a server-side wait is trimmed to fit the budget,
+ *   and a request still unanswered a grace period after the deadline is abandoned
+ *   (a grant it may have made expires with its TTL or the session).
  *
  * L4 is idempotent per session (a retry returns the existing grant), so a
  * retry after an unanswered attempt cannot contend with itself.
  */
 import type { ApiResult } from './api.js';
 import type { Backoff } from './backoff.js';
-import type { Clock } from './clock.js';
+import { startTimer, type Clock } from './clock.js';
 import {
   HoldfastClientError,
   NotLeaderError,
@@ -37,23 +39,31 @@ export interface AcquireLoopParams {
   policy: AcquirePolicy;
   /** Monotonic ms; computed once by the caller. */
   deadline: number;
+  /** How long one L4 may go unanswered beyond its server-side wait before it is retried. */
+  requestTimeoutMillis: number;
   signal: AbortSignal | undefined;
   /** Count of L4 calls made, readable by the caller even when the loop throws. */
   progress: { attempts: number };
   /** Throws when the session can no longer acquire (lost or closed). */
   assertUsable(): void;
-  /** One L4 with the given server-side wait. */
-  send(waitMillis: number): Promise<ApiResult<LockGrant>>;
+  /** One L4 with the given server-side wait; `timeout` aborts a request that outlives the budget. */
+  send(waitMillis: number, timeout: AbortSignal): Promise<ApiResult<LockGrant>>;
   /** The session is gone on the server: mark it lost and return the error to throw. */
   sessionNotFound(): Error;
   /** A grant that arrived after the caller's abort: release it, nobody will. */
   abandon(grant: LockGrant): void;
 }
 
+/**
+ * `sentAt` is the send time to measure the grant's conservative deadline from:
+ * the earliest attempt whose answer never arrived (the server may have granted
+ * then and the retry got that existing grant back), else the granting attempt.
+ */
 export type AcquireLoopResult = { granted: true; grant: LockGrant; sentAt: number } | { granted: false };
 
 export async function runAcquireLoop(p: AcquireLoopParams): Promise<AcquireLoopResult> {
   const { clock, policy, deadline, signal } = p;
+  let earliestUnanswered: number | undefined;
   for (;;) {
     signal?.throwIfAborted();
     p.assertUsable();
@@ -65,13 +75,19 @@ export async function runAcquireLoop(p: AcquireLoopParams): Promise<AcquireLoopR
     let answer: ApiResult<LockGrant>;
     let exhausted: () => AcquireLoopResult;
     let delay: number;
+    const timeout = new AbortController();
+    const giveUpAt = Math.min(deadline + requestGraceMillis(p.rtt), sentAt + serverWait + p.requestTimeoutMillis);
+    const timer = startTimer(clock, giveUpAt - sentAt, () =>
+      timeout.abort(new DOMException('acquire budget spent while the request was unanswered', 'TimeoutError')),
+    );
     try {
-      answer = await untilAborted(p.send(serverWait), signal, (late) => {
+      answer = await untilAborted(p.send(serverWait, timeout.signal), signal, (late) => {
         late.then((a) => a.ok && p.abandon(a.value)).catch(() => {});
       });
     } catch (error) {
       signal?.throwIfAborted();
       if (!isTransportFailure(error)) throw error;
+      earliestUnanswered ??= sentAt;
       const failure = new TransportError('the lock server did not answer the acquire', error);
       delay = Math.max(TRANSIENT_FLOOR_MILLIS, p.backoff.delay(attempt - 1));
       exhausted = () => {
@@ -80,9 +96,11 @@ export async function runAcquireLoop(p: AcquireLoopParams): Promise<AcquireLoopR
       if (!shouldRetry(p, attempt, delay)) return exhausted();
       await clock.sleep(delay, signal);
       continue;
+    } finally {
+      timer.cancel();
     }
     p.rtt.observe(clock.now() - sentAt);
-    if (answer.ok) return { granted: true, grant: answer.value, sentAt };
+    if (answer.ok) return { granted: true, grant: answer.value, sentAt: earliestUnanswered ?? sentAt };
 
     switch (answer.code) {
       case 'LOCK_CONTENDED':
@@ -106,6 +124,11 @@ export async function runAcquireLoop(p: AcquireLoopParams): Promise<AcquireLoopR
     if (!shouldRetry(p, attempt, delay)) return exhausted();
     await clock.sleep(delay, signal);
   }
+}
+
+/** How long past the deadline an in-flight L4 may still answer. */
+function requestGraceMillis(rtt: RoundTripEstimator): number {
+  return Math.max(250, 2 * rtt.millis);
 }
 
 /** Another attempt only if allowed and its answer can still arrive before the deadline. */

@@ -44,8 +44,8 @@ export type ApiResult<T> = ApiSuccess<T> | ApiFailure;
 export class LockApi {
   constructor(private readonly transport: Transport) {}
 
-  openSession(body: { ttlMillis?: number; owner?: string }): Promise<ApiResult<SessionOpened>> {
-    return this.call({ method: 'POST', path: '/v1/sessions', body }, 201, isSessionOpened);
+  openSession(body: { ttlMillis?: number; owner?: string }, signal?: AbortSignal): Promise<ApiResult<SessionOpened>> {
+    return this.call({ method: 'POST', path: '/v1/sessions', body, signal }, 201, isSessionOpened);
   }
 
   heartbeat(sessionId: string, signal?: AbortSignal): Promise<ApiResult<HeartbeatAck>> {

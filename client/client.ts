@@ -45,6 +45,11 @@ export interface LockClientOptions {
    * quarter of the TTL). Default: `LOCK_CLIENT_SAFETY_MARGIN_MS` or 1,000.
    */
   safetyMarginMillis?: number;
+  /**
+   * How long one L4 may go unanswered beyond its server-side wait before the
+   * acquire loop retries it (always within the budget). Default 2,000.
+   */
+  requestTimeoutMillis?: number;
   /** The policy for acquires that pass none. Default: AcquirePolicy.DEFAULT. */
   defaultPolicy?: AcquirePolicy | AcquirePolicyInit;
 }
@@ -74,6 +79,7 @@ export class LockClient {
       watermark: new TokenWatermark(),
       defaultPolicy: AcquirePolicy.from(options.defaultPolicy),
       safetyMarginMillis: marginFrom(options.safetyMarginMillis),
+      requestTimeoutMillis: positiveInteger('requestTimeoutMillis', options.requestTimeoutMillis ?? 2_000),
       lastBackend: undefined,
     };
   }
@@ -87,9 +93,9 @@ export class LockClient {
     };
     // Measured from the last attempt's send: the session cannot have started earlier than that.
     let sentAt = clock.now();
-    const answer = await retryTransient(clock, random, SHORT_BUDGET, 'the session open', () => {
+    const answer = await retryTransient(clock, random, SHORT_BUDGET, 'the session open', (timeout) => {
       sentAt = clock.now();
-      return api.openSession(body);
+      return api.openSession(body, timeout);
     });
     if (!answer.ok) throw failureToError(answer);
     if (answer.backend !== undefined) this.#rt.lastBackend = answer.backend;
@@ -100,7 +106,9 @@ export class LockClient {
   async readLock(key: string): Promise<LockInfo> {
     validateKey(key);
     const { api, clock, random } = this.#rt;
-    const answer = await retryTransient(clock, random, SHORT_BUDGET, 'the lock read', () => api.readLock(key));
+    const answer = await retryTransient(clock, random, SHORT_BUDGET, 'the lock read', (timeout) =>
+      api.readLock(key, timeout),
+    );
     if (!answer.ok) throw failureToError(answer);
     return answer.value;
   }
@@ -118,6 +126,13 @@ function marginFrom(option: number | undefined): number {
   const value = option ?? (fromEnv !== undefined && fromEnv !== '' ? Number(fromEnv) : DEFAULT_SAFETY_MARGIN_MILLIS);
   if (!Number.isSafeInteger(value) || value < 0) {
     throw new ValidationError(`safety margin must be a non-negative integer of ms, got ${String(value)}`);
+  }
+  return value;
+}
+
+function positiveInteger(name: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new ValidationError(`${name} must be a positive integer, got ${String(value)}`);
   }
   return value;
 }

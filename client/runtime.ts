@@ -24,6 +24,8 @@ export interface ClientRuntime {
   readonly watermark: TokenWatermark;
   readonly defaultPolicy: AcquirePolicy;
   readonly safetyMarginMillis: number;
+  /** How long one request may go unanswered (beyond a server-side wait) before it is retried. */
+  readonly requestTimeoutMillis: number;
   /** The latest valid `holdfast-backend` header any session of this client saw. */
   lastBackend: BackendLabel | undefined;
 }

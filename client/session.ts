@@ -175,8 +175,8 @@ export class LockSession {
     // A lost session's locks are already gone on the server (or going); nothing to send.
     if (this.#state !== 'open') return;
     const { clock, random, api } = this.#rt;
-    const answer = await retryTransient(clock, random, SHORT_BUDGET, 'the release', () =>
-      api.release(held.key, { sessionId: this.sessionId, fencingToken: held.fencingToken }),
+    const answer = await retryTransient(clock, random, SHORT_BUDGET, 'the release', (timeout) =>
+      api.release(held.key, { sessionId: this.sessionId, fencingToken: held.fencingToken }, timeout),
     );
     if (answer.ok || answer.code === 'LOCK_LOST') return; // LOCK_LOST: already gone, benign
     if (answer.code === 'SESSION_NOT_FOUND') {
@@ -202,8 +202,8 @@ export class LockSession {
     this.#controller.abort(new SessionLostError(this.sessionId, 'closed'));
     if (!wasOpen) return;
     const { clock, random, api } = this.#rt;
-    const answer = await retryTransient(clock, random, SHORT_BUDGET, 'the session close', () =>
-      api.closeSession(this.sessionId),
+    const answer = await retryTransient(clock, random, SHORT_BUDGET, 'the session close', (timeout) =>
+      api.closeSession(this.sessionId, timeout),
     );
     if (answer.ok || answer.code === 'SESSION_NOT_FOUND') return;
     throw failureToError(answer);
@@ -245,15 +245,20 @@ export class LockSession {
             rtt: rt.rtt,
             policy,
             deadline,
+            requestTimeoutMillis: rt.requestTimeoutMillis,
             signal,
             progress,
             assertUsable: () => this.#assertUsable(),
-            send: async (waitMillis) => {
-              const answer = await rt.api.acquire(key, {
-                sessionId: this.sessionId,
-                ...(ttlMillis === undefined ? {} : { ttlMillis }),
-                ...(waitMillis > 0 ? { waitMillis } : {}),
-              });
+            send: async (waitMillis, timeout) => {
+              const answer = await rt.api.acquire(
+                key,
+                {
+                  sessionId: this.sessionId,
+                  ...(ttlMillis === undefined ? {} : { ttlMillis }),
+                  ...(waitMillis > 0 ? { waitMillis } : {}),
+                },
+                timeout,
+              );
               this.#noteBackend(answer.backend);
               return answer;
             },
