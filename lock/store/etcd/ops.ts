@@ -1,0 +1,37 @@
+/** Builders for raw etcd txn compares and operations (keys are full etcd keys, already prefixed). */
+import { CompareResult, CompareTarget, type ICompare, type IKeyValue, type IRequestOp, type ITxnResponse } from 'etcd3';
+import { prefixEnd } from './keys.js';
+
+export const getOp = (key: Buffer): IRequestOp => ({ request_range: { key } });
+
+export const putOp = (key: Buffer, value: Buffer, leaseId?: string): IRequestOp => ({
+  request_put: leaseId === undefined ? { key, value } : { key, value, lease: leaseId },
+});
+
+export const deleteOp = (key: Buffer): IRequestOp => ({ request_delete_range: { key, prev_kv: true } });
+
+/** Absent keys compare with revision 0, so `createRevisionIs(key, '0')` means "key does not exist". */
+export const createRevisionIs = (key: Buffer, revision: string): ICompare => ({
+  key,
+  target: CompareTarget.Create,
+  result: CompareResult.Equal,
+  create_revision: revision,
+});
+
+export const modRevisionIs = (key: Buffer, revision: string): ICompare => ({
+  key,
+  target: CompareTarget.Mod,
+  result: CompareResult.Equal,
+  mod_revision: revision,
+});
+
+export const prefixRange = (prefix: Buffer): { key: Buffer; range_end: Buffer } => ({ key: prefix, range_end: prefixEnd(prefix) });
+
+/** The single key-value a range op at `index` of a txn response returned, if any. */
+export function rangeResult(response: ITxnResponse, index: number): IKeyValue | undefined {
+  return response.responses[index]?.response_range?.kvs[0];
+}
+
+export function deletedResult(response: ITxnResponse, index: number): IKeyValue | undefined {
+  return response.responses[index]?.response_delete_range?.prev_kvs[0];
+}
