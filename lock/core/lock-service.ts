@@ -127,6 +127,11 @@ export class LockService {
     return { sessionId, outcome, releasedLocks: ended?.releasedLocks.length ?? 0, auditId: audit.id };
   }
 
+  /** Whole contended attempts left in a session's own budget (operators and tests). */
+  contentionBudgetRemaining(sessionId: string): number {
+    return this.budget.remaining(sessionId);
+  }
+
   listSessions(query: { limit: number; cursor?: string }): Promise<Page<SessionInfo>> {
     return this.store.listSessions(query, this.clock.now());
   }

@@ -64,6 +64,8 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     },
     return503OnClosing: false,
+    // A 512-byte key percent-encodes to at most 1,536 characters.
+    routerOptions: { maxParamLength: 2048 },
     frameworkErrors: (error, request, reply) => {
       void sendError(reply, request, new ValidationFailedError(`malformed request: ${error.message}`));
     },

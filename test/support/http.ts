@@ -1,0 +1,52 @@
+/** A thin JSON-over-HTTP helper for black-box tests of the C3 surface. */
+export interface Answer<T = any> {
+  status: number;
+  body: T;
+  headers: Headers;
+}
+
+export function httpClient(baseUrl: string) {
+  async function call<T = any>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer<T>> {
+    const response = await fetch(`${baseUrl}${path}`, {
+      method,
+      headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+      ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
+    });
+    const text = await response.text();
+    return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
+  }
+  const key = (k: string) => encodeURIComponent(k);
+  return {
+    call,
+    openSession: (body: Record<string, unknown> = {}) => call('POST', '/v1/sessions', body),
+    heartbeat: (sessionId: string) => call('POST', `/v1/sessions/${sessionId}/heartbeat`, {}),
+    closeSession: (sessionId: string) => call('DELETE', `/v1/sessions/${sessionId}`),
+    acquire: (k: string, body: Record<string, unknown>) => call('POST', `/v1/locks/${key(k)}/acquire`, body),
+    renew: (k: string, body: Record<string, unknown>) => call('POST', `/v1/locks/${key(k)}/renew`, body),
+    release: (k: string, body: Record<string, unknown>) => call('POST', `/v1/locks/${key(k)}/release`, body),
+    read: (k: string) => call('GET', `/v1/locks/${key(k)}`),
+    admin: (token: string | undefined) => {
+      const auth = token ? { authorization: `Bearer ${token}` } : {};
+      return {
+        listLocks: (query = '') => call('GET', `/v1/admin/locks${query}`, undefined, auth),
+        listSessions: (query = '') => call('GET', `/v1/admin/sessions${query}`, undefined, auth),
+        revoke: (k: string, body: unknown) => call('POST', `/v1/admin/locks/${key(k)}/revoke`, body, auth),
+        kill: (sessionId: string, body: unknown) => call('POST', `/v1/admin/sessions/${sessionId}/kill`, body, auth),
+        audit: (query = '') => call('GET', `/v1/admin/audit${query}`, undefined, auth),
+        verify: () => call('GET', '/v1/admin/audit/verify', undefined, auth),
+        summary: () => call('GET', '/v1/admin/summary', undefined, auth),
+      };
+    },
+  };
+}
+
+/** Polls `check` until it returns a truthy value or the deadline passes (for asynchronous effects such as sweeps). */
+export async function eventually<T>(check: () => Promise<T | undefined | null | false>, timeoutMillis = 10_000, everyMillis = 50): Promise<T> {
+  const deadline = Date.now() + timeoutMillis;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMillis} ms`);
+    await new Promise((r) => setTimeout(r, everyMillis));
+  }
+}

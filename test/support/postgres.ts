@@ -1,0 +1,74 @@
+/**
+ * A real, throwaway PostgreSQL 15 cluster on a free loopback port. initdb
+ * refuses root, so as root the cluster is owned and run by `postgres`.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { freePort } from './ports.js';
+
+const BIN = process.env.PG_BIN ?? '/usr/lib/postgresql/15/bin';
+
+export interface PostgresCluster {
+  url: string;
+  port: number;
+  dataDir: string;
+  /** A fresh empty database in this cluster. */
+  createDatabase(): Promise<string>;
+  /** Runs SQL as the superuser against one database. */
+  sql(databaseUrl: string, statement: string, params?: unknown[]): Promise<pg.QueryResult>;
+  stop(): Promise<void>;
+}
+
+let databases = 0;
+
+export async function startPostgres(): Promise<PostgresCluster> {
+  const root = mkdtempSync(path.join(tmpdir(), 'holdfast-pg-'));
+  chmodSync(root, 0o755);
+  const dataDir = path.join(root, 'data');
+  const port = await freePort();
+  const asRoot = process.getuid?.() === 0;
+  const run = (cmd: string, args: string[]) => {
+    const result = asRoot
+      ? spawnSync('runuser', ['-u', 'postgres', '--', path.join(BIN, cmd), ...args], { encoding: 'utf8' })
+      : spawnSync(path.join(BIN, cmd), args, { encoding: 'utf8' });
+    if (result.status !== 0) throw new Error(`${cmd} failed: ${result.stderr || result.stdout}`);
+  };
+  if (asRoot) execFileSync('install', ['-d', '-o', 'postgres', '-g', 'postgres', '-m', '700', dataDir]);
+  run('initdb', ['-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-locale', '-N']);
+  run('pg_ctl', [
+    '-D', dataDir, '-l', path.join(dataDir, 'log'), '-w', '-o',
+    `-p ${port} -c listen_addresses=127.0.0.1 -k ${dataDir} -c fsync=off -c max_connections=300`,
+    'start',
+  ]);
+  const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
+  const sql = async (databaseUrl: string, statement: string, params: unknown[] = []) => {
+    const client = new pg.Client({ connectionString: databaseUrl });
+    await client.connect();
+    try {
+      return await client.query(statement, params);
+    } finally {
+      await client.end();
+    }
+  };
+  return {
+    url,
+    port,
+    dataDir,
+    async createDatabase() {
+      const name = `holdfast_${process.pid}_${++databases}`;
+      await sql(url, `CREATE DATABASE ${name}`);
+      return `postgres://postgres@127.0.0.1:${port}/${name}`;
+    },
+    sql,
+    async stop() {
+      try {
+        run('pg_ctl', ['-D', dataDir, '-m', 'immediate', '-w', 'stop']);
+      } finally {
+        rmSync(root, { recursive: true, force: true });
+      }
+    },
+  };
+}
