@@ -173,8 +173,8 @@ function SloCard({ data }: { data: Overview }) {
       </table>
       {slo.prometheusError ? <div className="figure-note muted">Prometheus: {slo.prometheusError}</div> : null}
       <div className="figure-links">
-        {data.links.grafana ? (
-          <a href={data.links.grafana} target="_blank" rel="noreferrer">
+        {data.links.grafanaSlo ? (
+          <a href={data.links.grafanaSlo} target="_blank" rel="noreferrer">
             Grafana SLO dashboard
           </a>
         ) : null}

@@ -29,7 +29,7 @@ export function KillDialog({ session, onClose }: { session: SessionInfo; onClose
       await queryClient.invalidateQueries({ queryKey: ['audit'] });
     },
   });
-  const canSubmit = identity.role === 'operator' && reason.trim().length > 0 && typed === session.sessionId && !mutation.isPending && !mutation.isSuccess;
+  const canSubmit = identity.role !== 'viewer' && reason.trim().length > 0 && typed === session.sessionId && !mutation.isPending && !mutation.isSuccess;
   function submit(event: FormEvent) {
     event.preventDefault();
     if (canSubmit) mutation.mutate();

@@ -43,7 +43,7 @@ export function RevokeDialog({ lock, onClose }: { lock: LockInfo; onClose(): voi
   });
   const reasonOk = reason.trim().length >= 1 && reason.trim().length <= 500;
   const keyOk = typedKey === lock.key;
-  const canSubmit = identity.role === 'operator' && reasonOk && keyOk && !mutation.isPending && !mutation.isSuccess;
+  const canSubmit = identity.role !== 'viewer' && reasonOk && keyOk && !mutation.isPending && !mutation.isSuccess;
 
   function submit(event: FormEvent) {
     event.preventDefault();

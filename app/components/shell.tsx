@@ -62,7 +62,7 @@ function WhoAmI() {
       <span>
         Signed in as <strong data-testid="whoami-name">{identity.name}</strong>{' '}
         <span className={`role role-${identity.role}`} data-testid="whoami-role">
-          {identity.role}
+          {identity.role === 'unknown' ? 'role not reported' : identity.role}
         </span>
       </span>
       <button type="button" className="button small" onClick={signOut} disabled={busy}>

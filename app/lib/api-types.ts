@@ -12,7 +12,8 @@ export type {
   SessionInfo,
 } from '../../lock/records';
 
-export type Role = 'viewer' | 'operator';
+/** `unknown`: the server has no whoami route, so only the server's answer to an action tells. */
+export type Role = 'viewer' | 'operator' | 'unknown';
 
 /** Who the console believes is signed in: the token's name and role as the server reported them. */
 export interface Identity {

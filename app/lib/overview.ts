@@ -28,5 +28,5 @@ export interface Overview {
     errorBudgetRemaining?: number;
     prometheusError?: string;
   };
-  links: { grafana?: string; prometheus?: string };
+  links: { grafana?: string; grafanaSlo?: string; prometheus?: string };
 }

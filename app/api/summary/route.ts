@@ -7,18 +7,22 @@ import { callServer, relay } from '../../lib/server/upstream';
 
 export const dynamic = 'force-dynamic';
 
-/** The generated dashboard's uid (dashboards/). */
-const GRAFANA_DASHBOARD_PATH = '/d/holdfast-overview';
+/** The generated dashboards' uids (dashboards/holdfast-overview.json, holdfast-slo.json). */
+const GRAFANA_OVERVIEW_PATH = '/d/holdfast-overview';
+const GRAFANA_SLO_PATH = '/d/holdfast-slo';
 
 export async function GET(): Promise<Response> {
   const session = await requireSession();
   if (session instanceof Response) return session;
   const [result, slo] = await Promise.all([callServer<unknown>('/v1/admin/summary', { token: session.token }), readSloFromPrometheus()]);
   if (!result.ok) return relay(result);
-  const overview = normalizeSummary(result.body, null, Date.now());
+  const overview = normalizeSummary(result.body, Date.now());
   if (slo) overview.slo = { ...overview.slo, ...slo };
   const grafana = grafanaUrl();
-  if (grafana) overview.links.grafana = `${grafana}${GRAFANA_DASHBOARD_PATH}`;
+  if (grafana) {
+    overview.links.grafana = `${grafana}${GRAFANA_OVERVIEW_PATH}`;
+    overview.links.grafanaSlo = `${grafana}${GRAFANA_SLO_PATH}`;
+  }
   const prometheus = prometheusUrl();
   if (prometheus) overview.links.prometheus = prometheus;
   return Response.json(overview, { headers: { 'cache-control': 'no-store' } });

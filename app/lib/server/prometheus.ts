@@ -5,13 +5,18 @@
  */
 import { prometheusUrl } from './config';
 
-/** Recording rules whose names the alerts generator publishes (alerts/). */
-export const BURN_RATE_RULES = [
-  { window: '5m', expr: 'holdfast:slo_s1_burn_rate:5m' },
-  { window: '1h', expr: 'holdfast:slo_s1_burn_rate:1h' },
-  { window: '6h', expr: 'holdfast:slo_s1_burn_rate:6h' },
-] as const;
-export const BUDGET_REMAINING_RULE = 'holdfast:slo_s1_error_budget_remaining:30d';
+/** S1's allowed error ratio: 1 - 99.9 %. */
+const ERROR_BUDGET_RATIO = 0.001;
+
+/**
+ * Built on the recording rules alerts/holdfast-slo.rules.yml generates. Burn rate is the
+ * error ratio over the budget ratio; max() over backends shows the worst one.
+ */
+export const BURN_RATE_RULES = ['5m', '1h', '6h'].map((window) => ({
+  window,
+  expr: `max(holdfast:slo_errors:ratio_rate${window}) / ${ERROR_BUDGET_RATIO}`,
+}));
+export const BUDGET_REMAINING_RULE = `1 - max(holdfast:slo_errors:ratio_increase30d) / ${ERROR_BUDGET_RATIO}`;
 
 async function instant(base: string, expr: string): Promise<number | undefined> {
   const response = await fetch(`${base}/api/v1/query?query=${encodeURIComponent(expr)}`, {

@@ -1,7 +1,11 @@
 /**
- * Turns the server's A5 summary into the console's Overview. A5 is pinned only
- * loosely by the brief ("counts, 1m/5m rates, SLO figures"), so the mapping
- * lives in this one function.
+ * Turns the server's A5 summary (lock/http/summary.ts) into the console's
+ * Overview; the mapping lives in this one function.
+ *
+ * A5: { backend, at, heldLocks, activeSessions, waiters, deadlockCycles,
+ *       rates: { '1m'|'5m': { acquire{outcome}, renew, release, contention{contended,exceeded},
+ *                             sessionExpired{ttl,closed,killed}, forceRevoke } },
+ *       slo: { objective, windows: { '1m'|'5m'|'sinceStart': { requests, bad, availability|null } } } }
  */
 import type { AvailabilityWindow, Overview } from '../overview';
 
@@ -14,13 +18,7 @@ function obj(value: unknown): Json {
 }
 
 function num(value: unknown, fallback = 0): number {
-  const n = typeof value === 'string' ? Number(value) : value;
-  return typeof n === 'number' && Number.isFinite(n) ? n : fallback;
-}
-
-function numOrNull(value: unknown): number | null {
-  const n = typeof value === 'string' ? Number(value) : value;
-  return typeof n === 'number' && Number.isFinite(n) ? n : null;
+  return typeof value === 'number' && Number.isFinite(value) ? value : fallback;
 }
 
 function numberRecord(value: unknown): Record<string, number> {
@@ -29,26 +27,36 @@ function numberRecord(value: unknown): Record<string, number> {
   return out;
 }
 
-export function normalizeSummary(raw: unknown, backendHeader: string | null, now: number): Overview {
+function sum(record: Record<string, number>, names?: readonly string[]): number {
+  return (names ?? Object.keys(record)).reduce((total, name) => total + (record[name] ?? 0), 0);
+}
+
+const WINDOW_LABELS: Record<string, string> = { sinceStart: 'since start' };
+
+export function normalizeSummary(raw: unknown, now: number): Overview {
   const body = obj(raw);
-  const counts = { ...body, ...obj(body.counts) };
   const rates1m = obj(obj(body.rates)['1m']);
   const slo = obj(body.slo);
-  const windows = obj(slo.windows ?? slo.availability);
-  const availability: AvailabilityWindow[] = Object.entries(windows).map(([window, value]) => {
+  const availability: AvailabilityWindow[] = Object.entries(obj(slo.windows)).map(([window, value]) => {
     const w = obj(value);
-    return { window, ratio: numOrNull(typeof value === 'number' ? value : w.ratio ?? w.availability), requests: num(w.requests ?? w.total, 0) };
+    return {
+      window: WINDOW_LABELS[window] ?? window,
+      ratio: typeof w.availability === 'number' ? w.availability : null,
+      requests: num(w.requests),
+    };
   });
   if (availability.length === 0) availability.push({ window: '5m', ratio: null });
+  const expired = numberRecord(rates1m.sessionExpired);
   return {
-    at: num(body.at ?? body.now, now),
-    backend: typeof body.backend === 'string' ? body.backend : backendHeader ?? 'unknown',
-    heldLocks: num(counts.heldLocks ?? counts.held),
-    activeSessions: num(counts.activeSessions ?? counts.sessions),
-    waiters: num(counts.waiters),
-    acquireRates: numberRecord(rates1m.acquire ?? rates1m.acquireByOutcome),
-    contentionRate: num(rates1m.contention),
-    sessionLossRate: num(rates1m.sessionLoss ?? rates1m.sessionsLost ?? rates1m.sessionExpired),
+    at: num(body.at, now),
+    backend: typeof body.backend === 'string' ? body.backend : 'unknown',
+    heldLocks: num(body.heldLocks),
+    activeSessions: num(body.activeSessions),
+    waiters: num(body.waiters),
+    acquireRates: numberRecord(rates1m.acquire),
+    contentionRate: sum(numberRecord(rates1m.contention)),
+    // A session closed by its owner is not lost; one that expired or was killed is.
+    sessionLossRate: sum(expired, ['ttl', 'killed']),
     availability,
     slo: { objective: num(slo.objective, S1_OBJECTIVE) },
     links: {},
