@@ -26,7 +26,7 @@ export function httpClient(baseUrl: string) {
     release: (k: string, body: Record<string, unknown>) => call('POST', `/v1/locks/${key(k)}/release`, body),
     read: (k: string) => call('GET', `/v1/locks/${key(k)}`),
     admin: (token: string | undefined) => {
-      const auth = token ? { authorization: `Bearer ${token}` } : {};
+      const auth: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
       return {
         listLocks: (query = '') => call('GET', `/v1/admin/locks${query}`, undefined, auth),
         listSessions: (query = '') => call('GET', `/v1/admin/sessions${query}`, undefined, auth),
