@@ -31,6 +31,7 @@ export function compareFencingTokens(a: FencingToken, b: FencingToken): number {
  * FencedOutError and record nothing.
  */
 export function fenced(store: FenceStore, key: string, token: FencingToken): void {
+  parseToken(token); // a malformed token is refused even as the first one seen
   const highest = store.get(key);
   if (highest !== undefined && compareFencingTokens(token, highest) < 0) {
     throw new FencedOutError(key, token, highest);
