@@ -37,6 +37,7 @@ export class PerCallReleaseWatch implements WaitStrategy {
     const lockKey = this.keys.lock(request.key);
     const wait = new PendingWait(request.timeoutMillis, request.signal);
     const watchers: Watcher[] = [];
+    const cancelled = new Set<Watcher>();
     this.open += 1;
     try {
       const watchKey = (key: Buffer): void => {
@@ -50,7 +51,11 @@ export class PerCallReleaseWatch implements WaitStrategy {
         watcher.on('delete', (kv: IKeyValue) => {
           if (Number(kv.mod_revision) > after) wait.finish({ outcome: 'released' });
         });
-        watcher.on('error', (error) => wait.finish({ outcome: 'fallback', cause: `watch cancelled: ${error.message}` }));
+        watcher.on('error', (error) => {
+          // etcd cancelled it (e.g. compaction) and the library already detached it: cancelling again would hang.
+          cancelled.add(watcher);
+          wait.finish({ outcome: 'fallback', cause: `watch cancelled: ${error.message}` });
+        });
         watcher.on('disconnected', (error) => wait.finish({ outcome: 'fallback', cause: `watch disconnected: ${error.message}` }));
         watcher.once('connected', () => void this.readCheck(key, after, wait));
       };
@@ -59,7 +64,7 @@ export class PerCallReleaseWatch implements WaitStrategy {
       return await wait.result;
     } finally {
       wait.dispose();
-      await Promise.all(watchers.map((watcher) => watcher.cancel().catch(() => undefined)));
+      await Promise.all(watchers.filter((watcher) => !cancelled.has(watcher)).map((watcher) => watcher.cancel().catch(() => undefined)));
       this.open -= 1;
     }
   }

@@ -171,9 +171,8 @@ export class SharedReleaseWatch implements WaitStrategy {
   private async restart(): Promise<void> {
     if (this.stopped || this.restarting) return;
     this.restarting = (async () => {
-      const old = this.watcher;
+      // The cancelled watcher is already detached by the library; cancelling it again would hang.
       this.watcher = null;
-      if (old) await old.cancel().catch(() => undefined);
       while (!this.stopped) {
         try {
           await this.open();

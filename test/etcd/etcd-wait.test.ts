@@ -1,0 +1,211 @@
+/**
+ * The revision-addressed wait (ReleaseWaiter) against a real etcd, for both
+ * wait shapes: the gap race, wake on release, renew does not wake, deadline,
+ * abort, session end, and fallback when the watch cannot serve.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Etcd3 } from 'etcd3';
+import type { EtcdStore, WaitShape } from '../../lock/store/etcd/etcd-store.js';
+import { startEtcd, type EtcdNode } from '../support/etcd.js';
+import { elapsedSince, etcdKvRequests, openSession, openStore } from './helpers.js';
+
+let etcd: EtcdNode;
+const stores: EtcdStore[] = [];
+
+async function store(shape: WaitShape, namespace?: string): Promise<EtcdStore> {
+  const opened = await openStore(etcd.endpoints, shape, namespace);
+  stores.push(opened);
+  return opened;
+}
+
+beforeAll(async () => {
+  etcd = await startEtcd();
+});
+
+afterEach(async () => {
+  for (const opened of stores.splice(0)) {
+    // Criterion 7: no watcher outlives the wait that opened it.
+    expect(opened.openWatchCount()).toBe(0);
+    await opened.close();
+  }
+});
+
+afterAll(async () => {
+  await etcd?.stop();
+});
+
+/** Holder A takes `key`; B's attempt fails at revision R. */
+async function holdAndFail(s: EtcdStore, key: string) {
+  const now = Date.now();
+  const holder = await openSession(s, now);
+  const waiter = await openSession(s, now);
+  const grant = await s.tryAcquire({ key, sessionId: holder.sessionId, ttlMillis: 30_000, now });
+  if (grant.kind !== 'granted') throw new Error('holder got no grant');
+  const failed = await s.tryAcquire({ key, sessionId: waiter.sessionId, ttlMillis: 30_000, now });
+  if (failed.kind !== 'held' || failed.observedRevision === undefined) throw new Error('waiter was not refused with a revision');
+  return { holder, waiter, token: grant.grant.fencingToken, observedRevision: failed.observedRevision };
+}
+
+const never = new AbortController().signal;
+
+for (const shape of ['shared', 'per-call'] as const) {
+  describe(`waitForRelease (${shape} watch)`, () => {
+    it('gap race: a release that lands before the wait registers still ends the wait with "released"', async () => {
+      // THIS TEST FAILS if the wait watches from the current revision instead of R + 1:
+      // the DELETE happened before the wait existed, so a watch from "now" never sees it
+      // and the wait runs to its deadline. Checked by hand for both shapes (shared: without
+      // the per-key delete record; per-call: startRevision omitted and no read-back) —
+      // both returned "deadline" after 5 s. The raw watch below shows the same thing live.
+      const s = await store(shape);
+      const { token, observedRevision } = await holdAndFail(s, 'gap');
+
+      // Provable order: the release is committed (awaited) before waitForRelease is even called.
+      expect(await s.release({ key: 'gap', fencingToken: token, now: Date.now() })).not.toBeNull();
+
+      const raw = new Etcd3({ hosts: etcd.endpoints });
+      const fromNow = await raw.watch().prefix('/holdfast/').create();
+      let eventsSeenFromNow = 0;
+      fromNow.on('delete', () => (eventsSeenFromNow += 1));
+      try {
+        const started = performance.now();
+        const result = await s.waitForRelease({ key: 'gap', observedRevision, timeoutMillis: 5_000, signal: never });
+        expect(result).toEqual({ outcome: 'released' });
+        expect(elapsedSince(started)).toBeLessThan(2_500); // well inside the 5 s deadline
+        expect(eventsSeenFromNow).toBe(0); // a watch from "now" has nothing to report
+      } finally {
+        await fromNow.cancel();
+        raw.close();
+      }
+    });
+
+    it('happy path: the holder releases after 200 ms and the waiter wakes with "released"', async () => {
+      const s = await store(shape);
+      const { waiter, token, observedRevision } = await holdAndFail(s, 'happy');
+      const started = performance.now();
+      const waiting = s.waitForRelease({ key: 'happy', observedRevision, timeoutMillis: 10_000, signal: never });
+      const released = new Promise<void>((resolve) =>
+        setTimeout(() => void s.release({ key: 'happy', fencingToken: token, now: Date.now() }).then(() => resolve()), 200),
+      );
+      expect(await waiting).toEqual({ outcome: 'released' });
+      const waited = elapsedSince(started);
+      await released;
+      expect(waited).toBeGreaterThanOrEqual(195);
+      expect(waited).toBeLessThan(1_000);
+      // A hint, not a grant: the waiter still has to take it.
+      expect((await s.tryAcquire({ key: 'happy', sessionId: waiter.sessionId, ttlMillis: 1_000, now: Date.now() })).kind).toBe('granted');
+    });
+
+    it('renewals by the holder do not wake the waiter and cost the waiter no requests', async () => {
+      const s = await store(shape);
+      const { holder, token, observedRevision } = await holdAndFail(s, 'renewed');
+      let settled = false;
+      const waiting = s.waitForRelease({ key: 'renewed', observedRevision, timeoutMillis: 20_000, signal: never }).then((result) => {
+        settled = true;
+        return result;
+      });
+      // Let the wait register (per-call: its watch is created and its read-back done) before counting.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const before = await etcdKvRequests(etcd.endpoints[0]!);
+      for (let i = 0; i < 2; i += 1) {
+        const renewed = await s.renew({ key: 'renewed', sessionId: holder.sessionId, fencingToken: token, ttlMillis: 30_000, now: Date.now() });
+        expect(renewed?.fencingToken).toBe(token);
+        await new Promise((resolve) => setTimeout(resolve, 150));
+      }
+      const after = await etcdKvRequests(etcd.endpoints[0]!);
+      expect(settled).toBe(false);
+      // Each renew is one read txn + one write txn; anything beyond that would be the waiter polling.
+      expect(after - before).toBe(4);
+      await s.release({ key: 'renewed', fencingToken: token, now: Date.now() });
+      expect(await waiting).toEqual({ outcome: 'released' });
+    });
+
+    it('deadline: nobody releases and the wait ends with "deadline" at waitMillis', async () => {
+      const s = await store(shape);
+      const { observedRevision } = await holdAndFail(s, 'deadline');
+      const started = performance.now();
+      expect(await s.waitForRelease({ key: 'deadline', observedRevision, timeoutMillis: 400, signal: never })).toEqual({ outcome: 'deadline' });
+      const waited = elapsedSince(started);
+      expect(waited).toBeGreaterThanOrEqual(395);
+      expect(waited).toBeLessThan(400 + 500);
+    });
+
+    it('abort: the caller going away ends the wait with "aborted" and leaves no watcher', async () => {
+      const s = await store(shape);
+      const { observedRevision } = await holdAndFail(s, 'abort');
+      const caller = new AbortController();
+      const waiting = s.waitForRelease({ key: 'abort', observedRevision, timeoutMillis: 20_000, signal: caller.signal });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(s.openWatchCount()).toBe(1);
+      const started = performance.now();
+      caller.abort();
+      expect(await waiting).toEqual({ outcome: 'aborted' });
+      expect(elapsedSince(started)).toBeLessThan(500);
+      expect(s.openWatchCount()).toBe(0);
+    });
+
+    it('a waiter whose session is killed by another server instance wakes at once, and its retry finds no session', async () => {
+      const s = await store(shape);
+      const namespace = (s as unknown as { keys: { root: string } }).keys.root.split('/').at(-2)!;
+      const other = await store(shape, namespace);
+      const { waiter, observedRevision } = await holdAndFail(s, 'killed');
+      const waiting = s.waitForRelease({ key: 'killed', observedRevision, timeoutMillis: 20_000, signal: never, sessionId: waiter.sessionId });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const started = performance.now();
+      await other.killSession(waiter.sessionId, Date.now(), { at: Date.now(), actor: 'ops', requestId: 'kill-1', reason: 'test' });
+      expect(await waiting).toEqual({ outcome: 'released' });
+      expect(elapsedSince(started)).toBeLessThan(1_000);
+      expect(await s.tryAcquire({ key: 'killed', sessionId: waiter.sessionId, ttlMillis: 1_000, now: Date.now() })).toEqual({
+        kind: 'session_not_found',
+      });
+    });
+  });
+}
+
+describe('waitForRelease fallback', () => {
+  it('per-call: a watch whose start revision was compacted answers "fallback" with the cause', async () => {
+    const s = await store('per-call');
+    const { observedRevision } = await holdAndFail(s, 'compacted');
+    const raw = new Etcd3({ hosts: etcd.endpoints });
+    try {
+      for (let i = 0; i < 3; i += 1) await raw.put(`/unrelated/${i}`).value('x');
+      const head = (await raw.put('/unrelated/head').value('x').exec()).header.revision;
+      await raw.kv.compact({ revision: head, physical: true });
+    } finally {
+      raw.close();
+    }
+    const result = await s.waitForRelease({ key: 'compacted', observedRevision, timeoutMillis: 5_000, signal: never });
+    expect(result.outcome).toBe('fallback');
+    if (result.outcome === 'fallback') expect(result.cause).toMatch(/compact|cancel/i);
+  });
+
+  it('shared: waiters fall back promptly when the watch loses etcd, and waits work again once it is back', async () => {
+    const own = await startEtcd();
+    const s = await openStore(own.endpoints, 'shared');
+    try {
+      const { token, observedRevision } = await holdAndFail(s, 'lost');
+      const waiting = s.waitForRelease({ key: 'lost', observedRevision, timeoutMillis: 20_000, signal: never });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const started = performance.now();
+      await own.kill();
+      const result = await waiting;
+      expect(result.outcome).toBe('fallback');
+      expect(elapsedSince(started)).toBeLessThan(2_000);
+      expect(s.openWatchCount()).toBe(0);
+
+      await own.restart();
+      // The library reconnects the shared watch by itself; until then a wait answers fallback at once.
+      const deadline = Date.now() + 30_000;
+      let again = await s.waitForRelease({ key: 'lost', observedRevision, timeoutMillis: 100, signal: never });
+      while (again.outcome === 'fallback' && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        again = await s.waitForRelease({ key: 'lost', observedRevision, timeoutMillis: 100, signal: never });
+      }
+      expect(again.outcome).toBe('deadline'); // reconnected, and the lock is still held
+      await s.release({ key: 'lost', fencingToken: token, now: Date.now() });
+      expect(await s.waitForRelease({ key: 'lost', observedRevision, timeoutMillis: 5_000, signal: never })).toEqual({ outcome: 'released' });
+    } finally {
+      await s.close();
+      await own.stop();
+    }
+  });
+});
