@@ -4,7 +4,6 @@
  * audit trail. It speaks to a store only through the SPI and never names one.
  */
 import { randomBytes } from 'node:crypto';
-import { SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import { verifyAuditChain, type ChainVerification } from '../audit/chain.js';
 import {
   ContentionExceededError,
@@ -66,7 +65,6 @@ export class LockService {
   private readonly releaseWaiter: ReleaseWaiter | null;
   private readonly pollBaseMillis: number;
   private readonly pollMaxMillis: number;
-  private readonly tracer = trace.getTracer('holdfast-server');
 
   constructor(
     readonly store: LockStore,
@@ -164,28 +162,10 @@ export class LockService {
   /**
    * Acquire `key` for `sessionId`, waiting up to `waitMillis` for a release.
    * `signal` aborts when the caller goes away (HTTP client disconnect).
+   * The server span `lock.acquire` is the caller's (exporter/request-telemetry.ts):
+   * it covers the whole request, including answers that never reach core.
    */
   async acquire(
-    req: { key: string; sessionId: string; ttlMillis: number; waitMillis: number },
-    ctx: EventContext,
-    signal?: AbortSignal,
-  ): Promise<LockGrant> {
-    return this.tracer.startActiveSpan('lock.acquire', { attributes: { 'lock.backend': this.backend } }, async (span) => {
-      try {
-        const grant = await this.acquireTraced(req, ctx, signal);
-        span.setAttribute('lock.outcome', 'granted');
-        span.setAttribute('lock.fencing_token', grant.fencingToken);
-        return grant;
-      } catch (error) {
-        markSpanFailed(span, acquireOutcomeOf(error));
-        throw error;
-      } finally {
-        span.end();
-      }
-    });
-  }
-
-  private async acquireTraced(
     req: { key: string; sessionId: string; ttlMillis: number; waitMillis: number },
     ctx: EventContext,
     signal?: AbortSignal,
@@ -195,53 +175,60 @@ export class LockService {
     const verdict = this.budget.check(req.sessionId);
     if (!verdict.ok) throw this.contentionExceeded(req, verdict.scope, verdict.retryAfterSeconds, ctx);
 
-    let result = await this.store.tryAcquire({ ...req, now: startedAt });
-    if (result.kind === 'granted') return this.granted(result.grant, result.owner, result.existing, 0, ctx);
-    if (result.kind === 'session_not_found') throw new SessionNotFoundError(req.sessionId);
-    if (req.waitMillis <= 0) throw this.contended(req, result.holder, ctx);
+    if (req.waitMillis <= 0) {
+      const result = await this.store.tryAcquire({ ...req, now: startedAt });
+      if (result.kind === 'granted') return this.granted(result.grant, result.owner, result.existing, 0, ctx);
+      if (result.kind === 'session_not_found') throw new SessionNotFoundError(req.sessionId);
+      throw this.contended(req, result.holder, ctx);
+    }
 
+    // Registered before the first try, so a release landing between a failed try and the wait still wakes it.
+    const waiter = this.waiters.register(req.key, req.sessionId, null);
     const deadline = startedAt + req.waitMillis;
-    const waiter = this.waiters.register(req.key, req.sessionId, result.holder.sessionId);
     const waitAbort = AbortSignal.any([waiter.sessionEnded.signal, ...(signal ? [signal] : [])]);
     let usedFallback = false;
+    let waited = false;
     let attempt = 0;
     try {
       for (;;) {
+        const seen = waiter.releasesSeen;
+        const result = await this.store.tryAcquire({ ...req, now: this.clock.now() });
+        if (result.kind === 'granted') {
+          if (waited) this.recordWait(usedFallback ? 'fallback' : 'released', startedAt);
+          return this.granted(result.grant, result.owner, result.existing, this.clock.now() - startedAt, ctx);
+        }
+        if (result.kind === 'session_not_found') throw new SessionNotFoundError(req.sessionId);
+        waiter.holderSessionId = result.holder.sessionId;
         const remaining = deadline - this.clock.now();
-        if (remaining <= 0) break;
+        if (remaining <= 0) {
+          if (waited) this.recordWait(usedFallback ? 'fallback' : 'deadline', startedAt);
+          throw this.contended(req, result.holder, ctx);
+        }
+        waited = true;
         let outcome: WaitResult['outcome'];
         if (this.releaseWaiter && !usedFallback) {
-          const waited = await this.releaseWaiter.waitForRelease({
+          const wait = await this.releaseWaiter.waitForRelease({
             key: req.key,
             ...(result.observedRevision !== undefined ? { observedRevision: result.observedRevision } : {}),
             timeoutMillis: remaining,
             signal: waitAbort,
           });
-          outcome = waited.outcome;
-          if (waited.outcome === 'fallback') {
+          outcome = wait.outcome;
+          if (wait.outcome === 'fallback') {
             usedFallback = true;
-            this.events.emit('wait_fallback', ctx, { key: req.key, cause: waited.cause });
-            continue;
+            this.events.emit('wait_fallback', ctx, { key: req.key, cause: wait.cause });
+            outcome = await this.pollDelay(waiter, seen, attempt++, deadline - this.clock.now(), waitAbort);
           }
         } else {
-          outcome = await this.pollDelay(waiter, attempt++, remaining, waitAbort);
+          outcome = await this.pollDelay(waiter, seen, attempt++, remaining, waitAbort);
         }
         if (waiter.sessionEnded.signal.aborted) throw new SessionNotFoundError(req.sessionId);
         if (outcome === 'aborted') {
           this.recordWait(usedFallback ? 'fallback' : 'aborted', startedAt);
           throw signal?.reason instanceof Error ? signal.reason : new Error('acquire aborted by the caller');
         }
-        if (outcome === 'deadline') break;
-        result = await this.store.tryAcquire({ ...req, now: this.clock.now() });
-        if (result.kind === 'granted') {
-          this.recordWait(usedFallback ? 'fallback' : 'released', startedAt);
-          return this.granted(result.grant, result.owner, result.existing, this.clock.now() - startedAt, ctx);
-        }
-        if (result.kind === 'session_not_found') throw new SessionNotFoundError(req.sessionId);
-        waiter.holderSessionId = result.holder.sessionId;
+        // 'released' and 'deadline' both re-try once: a deadline try can still win a release that just landed.
       }
-      this.recordWait(usedFallback ? 'fallback' : 'deadline', startedAt);
-      throw this.contended(req, result.kind === 'held' ? result.holder : null, ctx);
     } finally {
       this.waiters.unregister(waiter);
     }
@@ -383,20 +370,26 @@ export class LockService {
    * Polling wait for stores without a ReleaseWaiter: full-jitter delay with a
    * floor, cut short by a release this instance sees, the deadline, or an abort.
    */
-  private async pollDelay(waiter: Waiter, attempt: number, remaining: number, signal: AbortSignal): Promise<WaitOutcome> {
+  private async pollDelay(
+    waiter: Waiter,
+    releasesSeen: number,
+    attempt: number,
+    remaining: number,
+    signal: AbortSignal,
+  ): Promise<WaitOutcome> {
+    if (remaining <= 0) return 'deadline';
     const cap = Math.min(this.pollMaxMillis, this.pollBaseMillis * 2 ** Math.min(attempt, 20));
     const delay = Math.min(remaining, POLL_FLOOR_MILLIS + Math.floor(this.random() * (cap + 1)));
-    const timer = new AbortController();
+    const done = new AbortController();
+    const both = AbortSignal.any([signal, done.signal]);
     try {
-      await Promise.race([
-        this.clock.sleep(delay, AbortSignal.any([signal, timer.signal])),
-        waiter.nextLocalRelease(),
-      ]);
+      await Promise.race([this.clock.sleep(delay, both), waiter.releasedSince(releasesSeen, both)]);
     } catch {
-      if (signal.aborted) return 'aborted';
+      // sleep rejects only on abort
     } finally {
-      timer.abort();
+      done.abort();
     }
+    if (signal.aborted) return 'aborted';
     return delay >= remaining ? 'deadline' : 'released';
   }
 
@@ -451,29 +444,4 @@ function toGrant(lock: HeldLock): LockGrant {
 
 function newSessionId(): string {
   return `s_${randomBytes(16).toString('base64url')}`;
-}
-
-/** The `lock_acquire_seconds` outcome an acquire failure maps to. */
-export function acquireOutcomeOf(error: unknown) {
-  const code = (error as { code?: string }).code;
-  switch (code) {
-    case 'LOCK_CONTENDED':
-      return 'contended' as const;
-    case 'CONTENTION_EXCEEDED':
-      return 'contention_exceeded' as const;
-    case 'SESSION_NOT_FOUND':
-      return 'session_not_found' as const;
-    case 'VALIDATION_FAILED':
-      return 'invalid' as const;
-    case 'NOT_LEADER':
-      return 'not_leader' as const;
-    default:
-      return 'error' as const;
-  }
-}
-
-function markSpanFailed(span: Span, outcome: string): void {
-  span.setAttribute('lock.outcome', outcome);
-  span.setAttribute('error.type', outcome);
-  span.setStatus({ code: SpanStatusCode.ERROR, message: outcome });
 }

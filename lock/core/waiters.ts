@@ -9,8 +9,8 @@
 export class Waiter {
   /** Aborted when the waiter's own session ends. */
   readonly sessionEnded = new AbortController();
-  private wake: (() => void) | null = null;
-  private woken = false;
+  private releaseCount = 0;
+  private readonly listeners = new Set<() => void>();
 
   constructor(
     readonly key: string,
@@ -18,25 +18,31 @@ export class Waiter {
     public holderSessionId: string | null,
   ) {}
 
-  /** Resolves at the next local release of the key (or at once if one happened since the last call). */
-  nextLocalRelease(): Promise<void> {
-    if (this.woken) {
-      this.woken = false;
-      return Promise.resolve();
-    }
+  /** How many local releases of the key this waiter has been told of; read it before each try. */
+  get releasesSeen(): number {
+    return this.releaseCount;
+  }
+
+  /**
+   * Resolves once a local release arrives after `seen` (at once if one already
+   * has), so a release landing between a failed try and this call is not lost.
+   */
+  releasedSince(seen: number, signal: AbortSignal): Promise<void> {
+    if (this.releaseCount > seen || signal.aborted) return Promise.resolve();
     return new Promise((resolve) => {
-      this.wake = resolve;
+      const done = () => {
+        this.listeners.delete(done);
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      this.listeners.add(done);
+      signal.addEventListener('abort', done, { once: true });
     });
   }
 
   notifyReleased(): void {
-    if (this.wake) {
-      const wake = this.wake;
-      this.wake = null;
-      wake();
-    } else {
-      this.woken = true;
-    }
+    this.releaseCount++;
+    for (const listener of [...this.listeners]) listener();
   }
 }
 

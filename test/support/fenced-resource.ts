@@ -1,0 +1,67 @@
+/**
+ * The protected resource's side of fencing, as a test oracle: it accepts a
+ * write only if its token is at least the highest it has seen for that key.
+ */
+export class FencedResourceRecorder {
+  private readonly highest = new Map<string, bigint>();
+  readonly rejected: { key: string; token: string; highest: string }[] = [];
+  accepted = 0;
+
+  write(key: string, token: string): boolean {
+    const value = BigInt(token);
+    const seen = this.highest.get(key);
+    if (seen !== undefined && value < seen) {
+      this.rejected.push({ key, token, highest: seen.toString() });
+      return false;
+    }
+    this.highest.set(key, value);
+    this.accepted++;
+    return true;
+  }
+}
+
+export interface ObservedGrant {
+  key: string;
+  token: bigint;
+  /** Client time the acquire request was sent. */
+  requestedAt: number;
+  /** Client time the grant arrived. */
+  grantedAt: number;
+  /** Client time the release request was sent. */
+  releasedAt: number;
+}
+
+/** Grants of one key, ordered by token, must not overlap: each release is sent before the next grant arrives. */
+export function findOverlaps(grants: ObservedGrant[]): string[] {
+  const problems: string[] = [];
+  const byKey = new Map<string, ObservedGrant[]>();
+  for (const g of grants) byKey.set(g.key, [...(byKey.get(g.key) ?? []), g]);
+  for (const [key, list] of byKey) {
+    list.sort((a, b) => (a.token < b.token ? -1 : 1));
+    for (let i = 1; i < list.length; i++) {
+      if (list[i]!.grantedAt < list[i - 1]!.releasedAt) {
+        problems.push(`${key}: token ${list[i]!.token} granted before token ${list[i - 1]!.token} was released`);
+      }
+    }
+  }
+  return problems;
+}
+
+/** Any grant that completed before another was requested must carry a smaller token. */
+export function findTokenOrderViolations(grants: ObservedGrant[]): string[] {
+  const problems: string[] = [];
+  const byCompletion = [...grants].sort((a, b) => a.grantedAt - b.grantedAt);
+  const byRequest = [...grants].sort((a, b) => a.requestedAt - b.requestedAt);
+  let maxCompleted = -1n;
+  let i = 0;
+  for (const grant of byRequest) {
+    while (i < byCompletion.length && byCompletion[i]!.grantedAt < grant.requestedAt) {
+      if (byCompletion[i]!.token > maxCompleted) maxCompleted = byCompletion[i]!.token;
+      i++;
+    }
+    if (grant.token <= maxCompleted) problems.push(`token ${grant.token} is not above an earlier completed grant (${maxCompleted})`);
+  }
+  const unique = new Set(grants.map((g) => g.token));
+  if (unique.size !== grants.length) problems.push(`${grants.length - unique.size} duplicate tokens`);
+  return problems;
+}
