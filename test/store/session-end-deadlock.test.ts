@@ -1,0 +1,77 @@
+/**
+ * 200 trials of concurrent close / kill / expiry of sessions holding
+ * interleaved key sets, with takeover acquires racing them, against real
+ * PostgreSQL: no deadlock (40P01) and no lock of a dead session left behind.
+ */
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { PgDatabase } from '../../lock/store/sql/pg-database.js';
+import { SqlLockStore } from '../../lock/store/sql/sql-store.js';
+import { sharedPostgres } from '../support/server.js';
+
+const TRIALS = 200;
+let store: SqlLockStore;
+let db: PgDatabase;
+
+beforeAll(async () => {
+  const cluster = await sharedPostgres();
+  db = new PgDatabase(await cluster.createDatabase(), 24);
+  store = new SqlLockStore(db, 'postgres');
+  await store.init();
+});
+afterAll(async () => {
+  await store?.close();
+});
+
+test(`${TRIALS} trials of racing session ends raise no deadlock and leave no orphan lock`, async () => {
+  const failures: string[] = [];
+  for (let trial = 0; trial < TRIALS; trial++) {
+    const now = Date.now();
+    const ids = Array.from({ length: 5 }, (_, i) => `t${trial}-s${i}`);
+    // s0, s1 live long (closed / killed); s2, s3 lapse (expired by the sweep); s4 races to take keys over.
+    for (const [i, sessionId] of ids.entries()) {
+      const ttlMillis = i === 2 || i === 3 ? 1000 : 60000;
+      await store.openSession({ sessionId, owner: 'deadlock-test', ttlMillis, createdAt: now, lastHeartbeatAt: now, expiresAt: now + ttlMillis });
+    }
+    // Interleaved key sets: s0 holds k0,k4,k8; s1 holds k1,k5,k9; ... so orders cross.
+    const keys = Array.from({ length: 16 }, (_, k) => `t${trial}/k${String(k).padStart(2, '0')}`);
+    for (const [k, key] of keys.entries()) {
+      const holder = ids[k % 4]!;
+      const granted = await store.tryAcquire({ key, sessionId: holder, ttlMillis: 30000, now });
+      expect(granted.kind).toBe('granted');
+    }
+    const later = now + 1500;
+    const audit = { at: later, actor: 'test', requestId: `trial-${trial}`, reason: 'deadlock trial' };
+    const racers: Promise<unknown>[] = [
+      store.closeSession(ids[0]!, later),
+      store.killSession(ids[1]!, later, audit),
+      store.expireSessions(later, 100),
+      store.expireLocks(later, 100),
+      store.killSession(ids[2]!, later, audit),
+      ...[...keys].reverse().map((key) => store.tryAcquire({ key, sessionId: ids[4]!, ttlMillis: 30000, now: later })),
+    ];
+    const settled = await Promise.allSettled(racers);
+    for (const result of settled) {
+      if (result.status === 'rejected') {
+        const error = result.reason as { code?: string; message?: string };
+        failures.push(`trial ${trial}: ${error.code ?? ''} ${error.message}`);
+      }
+    }
+    // Closed and killed sessions have no locks the moment their call returns.
+    const closedOrKilled = await db.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM holdfast_locks WHERE session_id = ANY($1)',
+      [[ids[0], ids[1]]],
+    );
+    expect(closedOrKilled[0]!.n).toBe(0);
+    // After a sweep, no lock row belongs to a session that no longer exists or has lapsed.
+    await store.expireSessions(later, 100);
+    await store.expireLocks(later, 100);
+    const orphans = await db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM holdfast_locks l
+       WHERE l.key LIKE $1 AND NOT EXISTS (
+         SELECT 1 FROM holdfast_sessions s WHERE s.session_id = l.session_id AND s.expires_at > $2)`,
+      [`t${trial}/%`, later],
+    );
+    expect(orphans[0]!.n).toBe(0);
+  }
+  expect(failures).toEqual([]);
+}, 300_000);
