@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Etcd3 } from 'etcd3';
 import type { EtcdStore, WaitShape } from '../../lock/store/etcd/etcd-store.js';
 import { startEtcd, type EtcdNode } from '../support/etcd.js';
-import { elapsedSince, etcdKvRequests, openSession, openStore } from './helpers.js';
+import { elapsedSince, etcdKvRequests, namespaceOf, openSession, openStore } from './helpers.js';
 
 let etcd: EtcdNode;
 const stores: EtcdStore[] = [];
@@ -145,7 +145,7 @@ for (const shape of ['shared', 'per-call'] as const) {
 
     it('a waiter whose session is killed by another server instance wakes at once, and its retry finds no session', async () => {
       const s = await store(shape);
-      const namespace = (s as unknown as { keys: { root: string } }).keys.root.split('/').at(-2)!;
+      const namespace = namespaceOf(s);
       const other = await store(shape, namespace);
       const { waiter, observedRevision } = await holdAndFail(s, 'killed');
       const waiting = s.waitForRelease({ key: 'killed', observedRevision, timeoutMillis: 20_000, signal: never, sessionId: waiter.sessionId });

@@ -4,7 +4,7 @@ import { EtcdStore, type WaitShape } from '../../lock/store/etcd/etcd-store.js';
 import type { SessionRecord } from '../../lock/store/spi.js';
 
 /** A store in its own namespace, so tests sharing one etcd never see each other's keys. */
-export async function openStore(endpoints: string[], waitShape: WaitShape = 'shared', namespace = randomUUID()): Promise<EtcdStore> {
+export async function openStore(endpoints: string[], waitShape: WaitShape = 'shared', namespace: string = randomUUID()): Promise<EtcdStore> {
   const store = new EtcdStore({ endpoints, namespace, waitShape });
   await store.init();
   return store;
@@ -35,4 +35,9 @@ export async function etcdKvRequests(endpoint: string): Promise<number> {
 
 export function elapsedSince(start: number): number {
   return performance.now() - start;
+}
+
+/** The namespace a store was opened in, to open a second "server instance" on the same state. */
+export function namespaceOf(store: EtcdStore): string {
+  return store.keyRoot.split('/').at(-2)!;
 }

@@ -8,6 +8,7 @@ import { SortOrder, SortTarget, type Etcd3, type ICompare, type IRequestOp } fro
 import { GENESIS_HASH, sealAuditEntry, type UnsealedAuditEntry } from '../../audit/chain.js';
 import type { AuditEntry, Page } from '../../records.js';
 import type { AuditDraft, AuditQuery } from '../spi.js';
+import { decodeCursor, encodeCursor } from './cursors.js';
 import { range } from './etcd-client.js';
 import type { KeyLayout } from './keys.js';
 import { modRevisionIs, putOp } from './ops.js';
@@ -81,7 +82,8 @@ export async function listAudit(client: Etcd3, keys: KeyLayout, query: AuditQuer
     (query.actor === undefined || entry.actor === query.actor) &&
     (query.action === undefined || entry.action === query.action) &&
     (query.target === undefined || entry.target === query.target);
-  let end = query.cursor ? keys.auditEntry(Number(query.cursor)) : keys.auditEntry(Number.MAX_SAFE_INTEGER);
+  const cursor = decodeCursor(query.cursor, /^[1-9][0-9]{0,15}$/);
+  let end = cursor ? keys.auditEntry(Number(cursor)) : keys.auditEntry(Number.MAX_SAFE_INTEGER);
   const items: AuditEntry[] = [];
   for (;;) {
     const response = await range(client, {
@@ -94,7 +96,7 @@ export async function listAudit(client: Etcd3, keys: KeyLayout, query: AuditQuer
     for (const kv of response.kvs) {
       const entry = JSON.parse(kv.value.toString('utf8')) as AuditEntry;
       if (!matches(entry)) continue;
-      if (items.length === query.limit) return { items, nextCursor: items[items.length - 1]!.id };
+      if (items.length === query.limit) return { items, nextCursor: encodeCursor(items[items.length - 1]!.id) };
       items.push(entry);
     }
     const last = response.kvs[response.kvs.length - 1];

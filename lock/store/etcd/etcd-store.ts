@@ -34,6 +34,7 @@ import type {
   WaitResult,
 } from '../spi.js';
 import * as audit from './audit-log.js';
+import { decodeCursor, encodeCursor } from './cursors.js';
 import { createEtcdClient, isUnavailable, notLeader, range, readTxn } from './etcd-client.js';
 import { keyLayout, type KeyLayout } from './keys.js';
 import { grantLease, keepAliveOnce, keysOfLease, leaseTtlSeconds, revokeLease } from './leases.js';
@@ -117,6 +118,11 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
   async ping(): Promise<void> {
     // A linearizable read needs a leader: exactly "can this backend take writes".
     await range(this.etcd(), { key: this.keys.auditHead, count_only: true });
+  }
+
+  /** The etcd key prefix all of this store's state lives under. */
+  get keyRoot(): string {
+    return this.keys.root;
   }
 
   /** Waits (and per-call etcd watches) open right now; tests assert it returns to 0. */
@@ -248,7 +254,7 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
   }
 
   async listSessions(query: ListQuery, now: number): Promise<Page<SessionInfo>> {
-    const page = await this.pageOf(this.keys.sessionsPrefix, '', query.cursor, query.limit, (kv) => {
+    const page = await this.pageOf(this.keys.sessionsPrefix, '', decodeCursor(query.cursor), query.limit, (kv) => {
       const row = decodeSession(kv);
       return sessionIsLive(row.session, now) ? row : null;
     });
@@ -259,7 +265,7 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
         return { ...toSessionRecord(row.session), lockCount };
       }),
     );
-    return { items, nextCursor: page.nextCursor };
+    return { items, nextCursor: encodeCursor(page.nextCursor) };
   }
 
   // ---------------------------------------------------------------- locks
@@ -366,12 +372,13 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
   }
 
   async listLocks(query: ListQuery & { prefix?: string }, now: number): Promise<Page<HeldLock>> {
-    return this.pageOf(this.keys.locksPrefix, query.prefix ?? '', query.cursor, query.limit, async (kv) => {
+    const page = await this.pageOf(this.keys.locksPrefix, query.prefix ?? '', decodeCursor(query.cursor), query.limit, async (kv) => {
       const key = this.keys.lockKeyOf(kv.key);
       if (key === null) return null;
       const lock = decodeLock(key, kv).lock;
       return lockIsLive(lock, await this.holderSession(lock.sessionId, now), now) ? lock : null;
     });
+    return { items: page.items, nextCursor: encodeCursor(page.nextCursor) };
   }
 
   async forceRevoke(req: { key: string; expectedFencingToken?: FencingToken; now: number; audit: AuditDraft }): Promise<ForceRevokeResult> {
