@@ -92,7 +92,7 @@ function notLeader(): AlertingRule {
     for: '5m',
     summary: 'The Holdfast backend cannot take writes, so acquires are answered NOT_LEADER.',
     description:
-      `Backend {{ $labels.backend }} has answered {{ $value | humanize }} acquires per second with NOT_LEADER for 5 minutes: ` +
+      `Backend {{ $labels.backend }} has answered {{ printf "%.2f" $value }} acquires per second with NOT_LEADER for 5 minutes: ` +
       `there is no etcd leader or PostgreSQL is read-only, and no client can take a new lock.`,
   });
 }
