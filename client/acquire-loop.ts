@@ -10,6 +10,8 @@
  * - SESSION_NOT_FOUND: the session is gone — SessionLostError.
  * - VALIDATION_FAILED or any other non-retryable answer: throw at once.
  * - A FencedOutError from the grant check is thrown, never retried.
+ * - A grant the callee discards (an existing grant from before this call, see
+ *   LockSession) is retried like contention.
  * - At most `maxAttempts` L4 calls; a server-side wait is trimmed to fit the budget,
  *   and a request still unanswered a grace period after the deadline is abandoned
  *   (a grant it may have made expires with its TTL or the session).
@@ -48,6 +50,12 @@ export interface AcquireLoopParams {
   assertUsable(): void;
   /** One L4 with the given server-side wait; `timeout` aborts a request that outlives the budget. */
   send(waitMillis: number, timeout: AbortSignal): Promise<ApiResult<LockGrant>>;
+  /**
+   * Judge a grant before vouching for it: `keep`, or `discard` (already
+   * released by the callee) to retry for a fresh grant like after contention.
+   * May throw (FencedOutError), which ends the loop.
+   */
+  vet(grant: LockGrant): Promise<'keep' | 'discard'>;
   /** The session is gone on the server: mark it lost and return the error to throw. */
   sessionNotFound(): Error;
   /** A grant that arrived after the caller's abort: release it, nobody will. */
@@ -100,7 +108,16 @@ export async function runAcquireLoop(p: AcquireLoopParams): Promise<AcquireLoopR
       timer.cancel();
     }
     p.rtt.observe(clock.now() - sentAt);
-    if (answer.ok) return { granted: true, grant: answer.value, sentAt: earliestUnanswered ?? sentAt };
+    if (answer.ok) {
+      if ((await p.vet(answer.value)) === 'keep') {
+        return { granted: true, grant: answer.value, sentAt: earliestUnanswered ?? sentAt };
+      }
+      delay = p.backoff.delay(attempt - 1);
+      exhausted = () => ({ granted: false });
+      if (!shouldRetry(p, attempt, delay)) return exhausted();
+      await clock.sleep(delay, signal);
+      continue;
+    }
 
     switch (answer.code) {
       case 'LOCK_CONTENDED':

@@ -80,10 +80,15 @@ export class ManualClock implements Clock {
 
   /**
    * Jump from timer to timer until `promise` settles, then return its result.
+   * `onStep` runs after each instant's work has settled (for invariant checks).
    * Throws if it is still pending with no timer left, or after `maxMillis` of
    * clock time.
    */
-  async runUntilSettled<T>(promise: Promise<T>, maxMillis = 24 * 3_600_000): Promise<T> {
+  async runUntilSettled<T>(
+    promise: Promise<T>,
+    options: { maxMillis?: number; onStep?: () => void } = {},
+  ): Promise<T> {
+    const maxMillis = options.maxMillis ?? 24 * 3_600_000;
     let settled = false;
     promise.then(
       () => (settled = true),
@@ -92,6 +97,7 @@ export class ManualClock implements Clock {
     const start = this.#now;
     for (;;) {
       await ManualClock.flush();
+      options.onStep?.();
       if (settled) return promise;
       const next = this.nextTimerAt();
       if (next === undefined) throw new Error('ManualClock: promise still pending and no timer left');

@@ -266,7 +266,16 @@ export class LockSession {
               this.#lose('not_found');
               return new SessionLostError(this.sessionId, 'not_found');
             },
-            abandon: (grant) => this.#releaseAbandoned(grant),
+            vet: async (grant) => {
+              // Throws FencedOutError for a token below one this client was granted before.
+              if (rt.watermark.admit(key, grant.fencingToken) === 'new') return 'keep';
+              // The same token as a grant this client already knew: the "existing grant" of an
+              // earlier hold or discarded grant, possibly with a release of it still in flight
+              // that would delete it under us. Never vouch for it again: release it, retry fresh.
+              await this.#releaseGrant(grant);
+              return 'discard';
+            },
+            abandon: (grant) => void this.#releaseGrant(grant),
           });
           if (!result.granted) {
             outcome = 'not_granted';
@@ -291,30 +300,31 @@ export class LockSession {
     }
   }
 
-  /** Turn a grant into a held lock, or refuse it if the session died meanwhile. */
+  /** Turn a grant into a held lock, or refuse it if we can no longer vouch for it. */
   async #adopt(key: string, grant: LockGrant, sentAt: number): Promise<LockHandle | null> {
     const rt = this.#rt;
     this.#assertUsable(); // a grant that arrives after the session died vouches for nothing
-    let base = sentAt;
-    if (rt.watermark.admit(key, grant.fencingToken) === 'seen') {
-      // An existing grant from before this call: its expiry is older than our send
-      // time, so establish a fresh one with a renewal before vouching for it.
-      base = rt.clock.now();
-      const renewed = await rt.api.renew(key, { sessionId: this.sessionId, fencingToken: grant.fencingToken, ttlMillis: grant.ttlMillis });
-      if (!renewed.ok) return null;
+    const expiresAt = conservativeDeadline(sentAt, grant.ttlMillis, rt.safetyMarginMillis);
+    if (expiresAt <= rt.clock.now()) {
+      // The answer took so long that the conservative deadline has passed: give it back.
+      await this.#releaseGrant(grant);
+      return null;
     }
-    const expiresAt = conservativeDeadline(base, grant.ttlMillis, rt.safetyMarginMillis);
     const held = new HeldLock(key, grant.fencingToken, grant.ttlMillis, expiresAt, rt.clock);
     this.#held.set(key, held);
     return held.handle;
   }
 
-  #releaseAbandoned(grant: LockGrant): void {
-    this.#rt.api
-      .release(grant.key, { sessionId: this.sessionId, fencingToken: grant.fencingToken })
-      .catch(() => {
-        /* the lock expires by its TTL */
-      });
+  /** Give back a grant no handle vouches for (L6, compare-and-delete); failures only log. */
+  async #releaseGrant(grant: LockGrant): Promise<void> {
+    const { clock, random, api, logger } = this.#rt;
+    try {
+      await retryTransient(clock, random, SHORT_BUDGET, 'the release', (timeout) =>
+        api.release(grant.key, { sessionId: this.sessionId, fencingToken: grant.fencingToken }, timeout),
+      );
+    } catch (error) {
+      logger.warn({ key: grant.key, sessionId: this.sessionId, err: error }, 'could not give back a grant; it expires by TTL');
+    }
   }
 
   #renewWhileRunning(key: string): () => void {

@@ -49,10 +49,12 @@ describe('SDK meters', () => {
     world.server.intercept = (c) => (c.route === 'L4' ? error(409, 'LOCK_CONTENDED', 'x', true) : undefined);
     await world.run(session.acquire('busy', { policy: { maxAttempts: 4 } }));
     const metric = await world.registry.getSingleMetric(METRICS.lockClientAcquireAttempts.name)!.get();
-    const count = (outcome: string) =>
-      metric.values.find((v) => v.metricName?.endsWith('_count') && v.labels.outcome === outcome)?.value;
-    const sum = (outcome: string) =>
-      metric.values.find((v) => v.metricName?.endsWith('_sum') && v.labels.outcome === outcome)?.value;
+    const series = (suffix: string, outcome: string) =>
+      metric.values.find(
+        (v) => (v as { metricName?: string }).metricName?.endsWith(suffix) && v.labels.outcome === outcome,
+      )?.value;
+    const count = (outcome: string) => series('_count', outcome);
+    const sum = (outcome: string) => series('_sum', outcome);
     expect(count('granted')).toBe(1);
     expect(sum('granted')).toBe(1);
     expect(count('not_granted')).toBe(1);
