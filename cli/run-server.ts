@@ -1,9 +1,17 @@
-/** `holdfast server`: start from the environment, stop gracefully on SIGTERM/SIGINT. */
+/**
+ * `holdfast server`: start from the environment, stop gracefully on SIGTERM/SIGINT.
+ * Tracing starts first (when the OTEL_* environment asks for it) so every span
+ * the server makes has a provider, and is flushed after the server has stopped.
+ */
 import { loadConfig } from '../lock/config.js';
 import { startHoldfastServer } from '../lock/holdfast-server.js';
+import { startTracing, tracingWanted, type Tracing } from '../exporter/tracing.js';
 
 export async function runServer(): Promise<void> {
   const config = loadConfig();
+  const wanted = tracingWanted(process.env);
+  const tracing: Tracing | null = wanted.enabled ? startTracing() : null;
+  process.stderr.write(`holdfast: tracing ${wanted.enabled ? 'on' : 'off'} (${wanted.reason})\n`);
   const server = await startHoldfastServer(config);
   process.stderr.write(`holdfast: serving on ${server.url} (store: ${config.HOLDFAST_STORE})\n`);
   if (server.localTokenFile) {
@@ -16,6 +24,7 @@ export async function runServer(): Promise<void> {
     server.events.emit('server_stopping', { requestId: 'shutdown' }, { signal });
     server
       .stop()
+      .then(() => tracing?.shutdown())
       .then(() => process.exit(0))
       .catch((error: Error) => {
         process.stderr.write(`holdfast: shutdown failed: ${error.message}\n`);

@@ -3,7 +3,7 @@
  * Every line carries time, level, event, requestId, traceId, spanId, backend;
  * the per-event fields are typed here so an emitter cannot drop one.
  */
-import { trace } from '@opentelemetry/api';
+import { isSpanContextValid, trace, type SpanContext } from '@opentelemetry/api';
 import { pino, type DestinationStream, type Logger } from 'pino';
 import type { BackendName } from '../lock/records.js';
 
@@ -46,6 +46,12 @@ export const EVENT_LEVELS: Record<EventName, 'info' | 'warn' | 'error' | 'debug'
 
 export interface EventContext {
   requestId: string;
+  /**
+   * The span this event belongs to: the server span of an L4/L5/L6 request, or
+   * the caller's span from its `traceparent`. Passed explicitly because events
+   * must carry it even when no OpenTelemetry SDK (and so no context manager) runs.
+   */
+  trace?: SpanContext;
 }
 
 export interface EventLog {
@@ -67,13 +73,13 @@ export function createEventLog(backend: BackendName, options: { destination?: De
   return {
     logger,
     emit(event, ctx, fields) {
-      const span = trace.getActiveSpan()?.spanContext();
-      const valid = span && span.traceId !== '00000000000000000000000000000000';
+      const span = ctx.trace ?? trace.getActiveSpan()?.spanContext();
+      const known = span !== undefined && isSpanContextValid(span);
       logger[EVENT_LEVELS[event]]({
         event,
         requestId: ctx.requestId,
-        traceId: valid ? span.traceId : null,
-        spanId: valid ? span.spanId : null,
+        traceId: known ? span.traceId : null,
+        spanId: known ? span.spanId : null,
         ...fields,
       });
     },

@@ -22,6 +22,11 @@ export interface MetricSpec {
   readonly labels: Readonly<Record<string, readonly string[]>>;
   readonly emitter: Emitter;
   readonly buckets?: readonly number[];
+  /**
+   * Histograms only: keep one exemplar per bucket (the latest observation's
+   * trace_id / span_id), rendered when the scraper asks for OpenMetrics.
+   */
+  readonly exemplars?: boolean;
 }
 
 /** Lock latencies: sub-millisecond handoffs up to the 30 s maximum wait. */
@@ -93,6 +98,7 @@ export const METRICS = {
     labels: { ...backend, outcome: ACQUIRE_OUTCOMES },
     emitter: 'server',
     buckets: LOCK_LATENCY_BUCKETS,
+    exemplars: true,
   },
   lockReleaseTotal: {
     name: 'lock_release_total',

@@ -17,11 +17,18 @@ type Values<K extends ServerMetricKey, L extends string> = (typeof METRICS)[K]['
 /** Label values a caller passes: every label but `backend`, which the instance fixes. */
 export type LabelsOf<K extends ServerMetricKey> = { [L in LabelNames<K>]: Values<K, L> };
 
+/** The trace an observation belongs to (OpenMetrics exemplar labels). */
+export interface ExemplarLabels {
+  trace_id: string;
+  span_id: string;
+}
+
 export interface ServerMetrics {
   readonly registry: Registry;
   readonly backend: BackendName;
   inc<K extends ServerMetricKey>(key: K, labels: LabelsOf<K>, by?: number): void;
-  observe<K extends ServerMetricKey>(key: K, labels: LabelsOf<K>, seconds: number): void;
+  /** `exemplar` is kept only by histograms the table marks `exemplars: true`. */
+  observe<K extends ServerMetricKey>(key: K, labels: LabelsOf<K>, seconds: number, exemplar?: ExemplarLabels): void;
   /** Gauges are read at scrape time from whoever knows best (store or core). */
   setGaugeSource(key: 'lockHeld' | 'lockWaiters' | 'lockSessionsActive' | 'lockDeadlockCycles', read: () => number | Promise<number>): void;
 }
@@ -31,6 +38,7 @@ export function createServerMetrics(backend: BackendName, options: { collectDefa
   if (options.collectDefaults !== false) client.collectDefaultMetrics({ register: registry });
   const gaugeSources = new Map<string, () => number | Promise<number>>();
   const instruments = new Map<string, Counter<string> | Gauge<string> | Histogram<string>>();
+  const withExemplars = new Set<string>();
 
   for (const [key, spec] of Object.entries(METRICS) as [string, MetricSpec][]) {
     if (spec.emitter !== 'server') continue;
@@ -38,7 +46,17 @@ export function createServerMetrics(backend: BackendName, options: { collectDefa
     const common = { name: spec.name, help: spec.help, labelNames, registers: [registry] };
     let instrument: Counter<string> | Gauge<string> | Histogram<string>;
     if (spec.type === 'counter') instrument = new client.Counter(common);
-    else if (spec.type === 'histogram') instrument = new client.Histogram({ ...common, buckets: [...(spec.buckets ?? [])] });
+    else if (spec.type === 'histogram') {
+      const buckets = [...(spec.buckets ?? [])];
+      if (spec.exemplars) {
+        // prom-client refuses exemplars on a Prometheus-format registry, though they are simply
+        // not rendered there; our OpenMetrics writer renders them. Register by hand.
+        instrument = new client.Histogram({ ...common, buckets, enableExemplars: true, registers: [] });
+        registry.registerMetric(instrument);
+      } else {
+        instrument = new client.Histogram({ ...common, buckets });
+      }
+    }
     else {
       instrument = new client.Gauge({
         ...common,
@@ -48,6 +66,7 @@ export function createServerMetrics(backend: BackendName, options: { collectDefa
         },
       });
     }
+    if (spec.exemplars) withExemplars.add(key);
     initialiseSeries(instrument, spec, backend);
     instruments.set(key, instrument);
   }
@@ -58,8 +77,12 @@ export function createServerMetrics(backend: BackendName, options: { collectDefa
     inc(key, labels, by = 1) {
       (instruments.get(key) as Counter<string>).inc({ ...labels, backend } as Record<string, string>, by);
     },
-    observe(key, labels, seconds) {
-      (instruments.get(key) as Histogram<string>).observe({ ...labels, backend } as Record<string, string>, seconds);
+    observe(key, labels, seconds, exemplar) {
+      const histogram = instruments.get(key) as Histogram<string>;
+      const all = { ...labels, backend } as Record<string, string>;
+      // prom-client swaps observe's signature when exemplars are on.
+      if (withExemplars.has(key)) histogram.observe({ labels: all, value: seconds, ...(exemplar ? { exemplarLabels: { ...exemplar } } : {}) });
+      else histogram.observe(all, seconds);
     },
     setGaugeSource(key, read) {
       gaugeSources.set(key, read);

@@ -15,6 +15,7 @@ import { createEventLog, type EventLog } from '../exporter/events.js';
 import { instrumentStore } from '../exporter/instrumented-store.js';
 import { renderMetrics } from '../exporter/render-metrics.js';
 import { createServerMetrics, type ServerMetrics } from '../exporter/server-metrics.js';
+import { singleFlight } from '../exporter/single-flight.js';
 
 export interface StartOptions {
   /** Use this store instead of opening the configured one (tests wrap stores). */
@@ -41,8 +42,10 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
   const metrics = createServerMetrics(rawStore.backend);
   const events = createEventLog(rawStore.backend, options.logDestination ? { destination: options.logDestination } : {});
   const store = instrumentStore(rawStore, metrics);
-  metrics.setGaugeSource('lockHeld', async () => (await store.summary(Date.now())).heldLocks);
-  metrics.setGaugeSource('lockSessionsActive', async () => (await store.summary(Date.now())).activeSessions);
+  // Store-true gauges: counted by the store at scrape time, one summary query per scrape.
+  const storeSummary = singleFlight(() => store.summary(Date.now()));
+  metrics.setGaugeSource('lockHeld', async () => (await storeSummary()).heldLocks);
+  metrics.setGaugeSource('lockSessionsActive', async () => (await storeSummary()).activeSessions);
 
   const service = new LockService(store, metrics, events, {
     ...(options.clock ? { clock: options.clock } : {}),

@@ -4,7 +4,7 @@
  * the pinned body. L4/L5/L6 outcomes are recorded here, once per answer.
  */
 import { randomUUID } from 'node:crypto';
-import { ROOT_CONTEXT, context, propagation } from '@opentelemetry/api';
+import { context, type SpanContext } from '@opentelemetry/api';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { AdminIdentity, AdminRole, AdminTokens } from '../admin-tokens.js';
 import type { LockService } from '../core/lock-service.js';
@@ -18,7 +18,9 @@ import {
 } from '../errors.js';
 import type { EventLog } from '../../exporter/events.js';
 import type { ServerMetrics } from '../../exporter/server-metrics.js';
-import { SLO_S1, type AcquireOutcome, type ReleaseOutcome, type RenewOutcome } from '../../exporter/metric-table.js';
+import { isS1Bad, type MeasuredOutcome, type MeasuredRoute } from '../../exporter/outcomes.js';
+import { beginMeasuredRequest, type MeasuredRequest } from '../../exporter/request-telemetry.js';
+import { callerSpanContext } from '../../exporter/trace-context.js';
 import * as schemas from './schemas.js';
 import { checkFencingToken, decodeKeySegment, parseLimit } from './validation.js';
 import { buildSummary } from './summary.js';
@@ -35,16 +37,18 @@ export interface HttpServerDeps {
   renderMetrics: (accept: string | undefined) => Promise<{ contentType: string; body: string }>;
 }
 
-type Measured = 'acquire' | 'renew' | 'release';
-
 declare module 'fastify' {
   interface FastifyRequest {
     errorCode?: string;
     clientGone?: boolean;
     admin?: AdminIdentity;
+    /** Span, metric and exemplar of an L4/L5/L6 request. */
+    measured?: MeasuredRequest;
+    /** The span this request's log events name (server span, else the caller's). */
+    eventTrace?: SpanContext;
   }
   interface FastifyContextConfig {
-    measured?: Measured;
+    measured?: MeasuredRoute;
     role?: AdminRole;
   }
 }
@@ -74,6 +78,14 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
     reply.header('holdfast-backend', service.backend);
+    // Started before validation so malformed L4s are timed and traced like any other answer.
+    const measured = request.routeOptions.config?.measured;
+    if (measured) {
+      request.measured = beginMeasuredRequest(measured, request.headers, deps.metrics);
+      request.eventTrace = request.measured.spanContext;
+    } else {
+      request.eventTrace = callerSpanContext(request.headers);
+    }
   });
 
   // Admin routes: bearer token, then role.
@@ -92,9 +104,19 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
   });
 
   app.addHook('onResponse', async (request, reply) => {
-    const measured = request.routeOptions.config?.measured;
-    if (!measured || request.clientGone) return;
-    recordOutcome(deps, measured, reply.statusCode, request.errorCode, reply.elapsedTime / 1000);
+    const { measured } = request;
+    if (!measured) return;
+    // A caller that left was never answered: S1 and the metric count answers only.
+    if (request.clientGone) return measured.abandoned();
+    const outcome = measured.answered({
+      status: reply.statusCode,
+      ...(request.errorCode !== undefined ? { code: request.errorCode } : {}),
+      seconds: reply.elapsedTime / 1000,
+    });
+    if (outcome) recordActivity(service, measured.route, outcome);
+  });
+  app.addHook('onRequestAbort', async (request) => {
+    request.measured?.abandoned();
   });
 
   app.setErrorHandler((error, request, reply) => sendError(reply, request, error));
@@ -114,7 +136,10 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
   });
   app.addContentTypeParser('*', (_req, _payload, done) => done(new ValidationFailedError('body must be application/json'), undefined));
 
-  const ctx = (request: FastifyRequest) => ({ requestId: request.id });
+  const ctx = (request: FastifyRequest) => ({ requestId: request.id, ...(request.eventTrace ? { trace: request.eventTrace } : {}) });
+  /** Runs a measured handler inside its server span, so store calls are its children. */
+  const inSpan = <T>(request: FastifyRequest, work: () => Promise<T>): Promise<T> =>
+    request.measured ? context.with(request.measured.context, work) : work();
   const keyOf = (request: FastifyRequest) => {
     const raw = /^\/v1\/(?:admin\/)?locks\/([^/?#]+)/.exec(request.url)?.[1];
     if (raw === undefined) throw new ValidationFailedError('lock key missing from the path');
@@ -149,9 +174,8 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
         abort.abort(new Error('client went away'));
       }
     });
-    // Continue the caller's trace when it sent one (the SDK's lock.acquire span).
-    const parent = propagation.extract(ROOT_CONTEXT, request.headers);
-    return context.with(parent, () =>
+    // The server span continues the caller's trace when it sent one (the SDK's lock.acquire span).
+    const grant = await inSpan(request, () =>
       service.acquire(
         {
           key,
@@ -163,26 +187,29 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
         AbortSignal.any([abort.signal, deps.shutdownSignal]),
       ),
     );
+    request.measured?.fencingToken(grant.fencingToken);
+    return grant;
   });
 
   app.post('/v1/locks/:key/renew', { schema: { body: schemas.renewBody }, config: { measured: 'renew' } }, async (request) => {
     const key = keyOf(request);
     const body = bodyOf<{ sessionId: string; fencingToken: string; ttlMillis?: number }>(request);
-    return service.renew(
-      {
-        key,
-        sessionId: body.sessionId,
-        fencingToken: checkFencingToken(body.fencingToken),
-        ttlMillis: body.ttlMillis ?? deps.defaultLockTtlMillis,
-      },
-      ctx(request),
+    const fencingToken = checkFencingToken(body.fencingToken);
+    request.measured?.fencingToken(fencingToken);
+    return inSpan(request, () =>
+      service.renew(
+        { key, sessionId: body.sessionId, fencingToken, ttlMillis: body.ttlMillis ?? deps.defaultLockTtlMillis },
+        ctx(request),
+      ),
     );
   });
 
   app.post('/v1/locks/:key/release', { schema: { body: schemas.releaseBody }, config: { measured: 'release' } }, async (request) => {
     const key = keyOf(request);
     const body = bodyOf<{ sessionId: string; fencingToken: string }>(request);
-    return service.release({ key, sessionId: body.sessionId, fencingToken: checkFencingToken(body.fencingToken) }, ctx(request));
+    const fencingToken = checkFencingToken(body.fencingToken);
+    request.measured?.fencingToken(fencingToken);
+    return inSpan(request, () => service.release({ key, sessionId: body.sessionId, fencingToken }, ctx(request)));
   });
 
   app.get('/v1/locks/:key', async (request) => service.readLock(keyOf(request)));
@@ -259,8 +286,9 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
   function sendError(reply: FastifyReply, request: FastifyRequest, error: unknown) {
     const failure = toHoldfastError(error);
     request.errorCode = failure.code;
-    if (failure instanceof InternalError) {
-      events.emit('request_failed', { requestId: request.id }, {
+    // A caller that went away mid-wait is not a server bug: nothing to report.
+    if (failure instanceof InternalError && !request.clientGone) {
+      events.emit('request_failed', ctx(request), {
         method: request.method,
         route: request.routeOptions?.url ?? 'unknown',
         status: 500,
@@ -291,48 +319,9 @@ function toHoldfastError(error: unknown): HoldfastError {
   return new InternalError('internal error; see the server log for this request id');
 }
 
-function recordOutcome(deps: HttpServerDeps, measured: Measured, status: number, code: string | undefined, seconds: number) {
-  const { metrics, service } = deps;
-  let bad = false;
-  if (measured === 'acquire') {
-    const outcome: AcquireOutcome = status < 300 ? 'granted' : acquireOutcome(code);
-    metrics.observe('lockAcquireSeconds', { outcome }, seconds);
-    service.activity.record(`acquire:${outcome}`);
-    bad = (SLO_S1.badOutcomes as readonly string[]).includes(outcome);
-  } else {
-    const outcome: RenewOutcome | ReleaseOutcome =
-      status < 300
-        ? measured === 'renew'
-          ? 'renewed'
-          : 'released'
-        : code === 'LOCK_LOST'
-          ? 'lost'
-          : code === 'VALIDATION_FAILED' || code === 'SESSION_NOT_FOUND' || code === 'NOT_FOUND'
-            ? 'invalid'
-            : 'error';
-    if (measured === 'renew') metrics.inc('lockRenewTotal', { outcome: outcome as RenewOutcome });
-    else metrics.inc('lockReleaseTotal', { outcome: outcome as ReleaseOutcome });
-    service.activity.record(`${measured}:${outcome}`);
-    bad = outcome === 'error';
-  }
+/** The A5 summary's recent rates and S1 figures, from the same outcome the metric got. */
+function recordActivity(service: LockService, route: MeasuredRoute, outcome: MeasuredOutcome) {
+  service.activity.record(`${route}:${outcome}`);
   service.activity.record('slo:requests');
-  if (bad) service.activity.record('slo:bad');
-}
-
-function acquireOutcome(code: string | undefined): AcquireOutcome {
-  switch (code) {
-    case 'LOCK_CONTENDED':
-      return 'contended';
-    case 'CONTENTION_EXCEEDED':
-      return 'contention_exceeded';
-    case 'SESSION_NOT_FOUND':
-      return 'session_not_found';
-    case 'VALIDATION_FAILED':
-    case 'NOT_FOUND':
-      return 'invalid';
-    case 'NOT_LEADER':
-      return 'not_leader';
-    default:
-      return 'error';
-  }
+  if (isS1Bad(outcome)) service.activity.record('slo:bad');
 }

@@ -1,0 +1,59 @@
+/**
+ * How an answered L4 / L5 / L6 request maps to the `outcome` label of its
+ * metric. One function decides, and the metric, the span's `lock.outcome` /
+ * `error.type` and the S1 SLI all read its answer, so they cannot disagree.
+ */
+import { SLO_S1, type AcquireOutcome, type ReleaseOutcome, type RenewOutcome } from './metric-table.js';
+
+/** The requests availability SLO S1 counts, each with its own metric. */
+export type MeasuredRoute = 'acquire' | 'renew' | 'release';
+
+export type MeasuredOutcome = AcquireOutcome | RenewOutcome | ReleaseOutcome;
+
+/** `code` is the pinned error code of a non-2xx answer (undefined on success). */
+export function outcomeOf(route: MeasuredRoute, status: number, code: string | undefined): MeasuredOutcome {
+  if (route === 'acquire') return status < 300 ? 'granted' : acquireFailure(code);
+  if (status < 300) return route === 'renew' ? 'renewed' : 'released';
+  switch (code) {
+    case 'LOCK_LOST':
+      return 'lost';
+    // A renew or release naming an unknown session or a malformed token is the caller's mistake.
+    case 'VALIDATION_FAILED':
+    case 'SESSION_NOT_FOUND':
+    case 'NOT_FOUND':
+      return 'invalid';
+    // renew/release have no not_leader value in C4: a backend that cannot take writes is an error there.
+    default:
+      return 'error';
+  }
+}
+
+function acquireFailure(code: string | undefined): AcquireOutcome {
+  switch (code) {
+    case 'LOCK_CONTENDED':
+      return 'contended';
+    case 'CONTENTION_EXCEEDED':
+      return 'contention_exceeded';
+    case 'SESSION_NOT_FOUND':
+      return 'session_not_found';
+    case 'VALIDATION_FAILED':
+    case 'NOT_FOUND':
+      return 'invalid';
+    case 'NOT_LEADER':
+      return 'not_leader';
+    default:
+      return 'error';
+  }
+}
+
+/** The success outcome of each route: anything else marks the span failed. */
+export const SUCCESS_OUTCOME: Record<MeasuredRoute, MeasuredOutcome> = {
+  acquire: 'granted',
+  renew: 'renewed',
+  release: 'released',
+};
+
+/** Whether S1 counts this answer against availability (contention is a correct answer). */
+export function isS1Bad(outcome: MeasuredOutcome): boolean {
+  return (SLO_S1.badOutcomes as readonly string[]).includes(outcome);
+}

@@ -1,0 +1,100 @@
+/**
+ * Telemetry of one L4 / L5 / L6 request, from arrival to answer: the server
+ * span (`lock.acquire`, `lock.renew`, `lock.release`), the pinned metric with
+ * its OpenMetrics exemplar, and the span context every log line of the request
+ * carries. The outcome is decided once (exporter/outcomes.ts) for all three.
+ * HTTP-framework free: the HTTP layer passes headers in and the answer out.
+ */
+import {
+  SpanKind,
+  SpanStatusCode,
+  TraceFlags,
+  isSpanContextValid,
+  trace,
+  type Context,
+  type Span,
+  type SpanContext,
+} from '@opentelemetry/api';
+import { outcomeOf, SUCCESS_OUTCOME, type MeasuredOutcome, type MeasuredRoute } from './outcomes.js';
+import type { AcquireOutcome, ReleaseOutcome, RenewOutcome } from './metric-table.js';
+import type { ExemplarLabels, ServerMetrics } from './server-metrics.js';
+import { extractCallerContext, type Headers } from './trace-context.js';
+
+export const SERVER_TRACER = 'holdfast-server';
+
+/** Span attribute value of `lock.outcome` / `error.type` when the caller left before an answer. */
+export const ABORTED = 'aborted';
+
+export interface Answer {
+  status: number;
+  /** The pinned error code of a non-2xx answer. */
+  code?: string;
+  seconds: number;
+}
+
+export interface MeasuredRequest {
+  readonly route: MeasuredRoute;
+  /** Run the handler in this context so store calls become child spans. */
+  readonly context: Context;
+  /** For the request's log events (EventContext.trace). */
+  readonly spanContext: SpanContext;
+  /** The grant's (or the request's) fencing token, as `lock.fencing_token`. */
+  fencingToken(token: string): void;
+  /** Records the metric, closes the span, and returns the outcome; null if already finished. */
+  answered(answer: Answer): MeasuredOutcome | null;
+  /** The caller went away before an answer: close the span, record no metric (it was not answered). */
+  abandoned(): void;
+}
+
+export function beginMeasuredRequest(route: MeasuredRoute, headers: Headers, metrics: ServerMetrics): MeasuredRequest {
+  const parent = extractCallerContext(headers);
+  const span = trace
+    .getTracer(SERVER_TRACER)
+    .startSpan(`lock.${route}`, { kind: SpanKind.SERVER, attributes: { 'lock.backend': metrics.backend } }, parent);
+  const spanContext = span.spanContext();
+  let finished = false;
+
+  return {
+    route,
+    context: trace.setSpan(parent, span),
+    spanContext,
+    fencingToken(token) {
+      span.setAttribute('lock.fencing_token', token);
+    },
+    answered({ status, code, seconds }) {
+      if (finished) return null;
+      finished = true;
+      const outcome = outcomeOf(route, status, code);
+      record(metrics, route, outcome, seconds, exemplarOf(spanContext));
+      endSpan(span, outcome, outcome !== SUCCESS_OUTCOME[route]);
+      return outcome;
+    },
+    abandoned() {
+      if (finished) return;
+      finished = true;
+      endSpan(span, ABORTED, true);
+    },
+  };
+}
+
+function record(metrics: ServerMetrics, route: MeasuredRoute, outcome: MeasuredOutcome, seconds: number, exemplar?: ExemplarLabels) {
+  if (route === 'acquire') metrics.observe('lockAcquireSeconds', { outcome: outcome as AcquireOutcome }, seconds, exemplar);
+  else if (route === 'renew') metrics.inc('lockRenewTotal', { outcome: outcome as RenewOutcome });
+  else metrics.inc('lockReleaseTotal', { outcome: outcome as ReleaseOutcome });
+}
+
+/** A failed span has status Error and `error.type` equal to the metric's outcome value. */
+function endSpan(span: Span, outcome: string, failed: boolean) {
+  span.setAttribute('lock.outcome', outcome);
+  if (failed) {
+    span.setAttribute('error.type', outcome);
+    span.setStatus({ code: SpanStatusCode.ERROR, message: outcome });
+  }
+  span.end();
+}
+
+/** Only traces someone recorded are worth linking from a histogram bucket. */
+function exemplarOf(context: SpanContext): ExemplarLabels | undefined {
+  if (!isSpanContextValid(context) || (context.traceFlags & TraceFlags.SAMPLED) === 0) return undefined;
+  return { trace_id: context.traceId, span_id: context.spanId };
+}
