@@ -171,10 +171,7 @@ export class LockService {
     signal?: AbortSignal,
   ): Promise<LockGrant> {
     const startedAt = this.clock.now();
-    // A spent budget refuses before touching the store: that is what the budget protects.
-    const verdict = this.budget.check(req.sessionId);
-    if (!verdict.ok) throw this.contentionExceeded(req, verdict.scope, verdict.retryAfterSeconds, ctx);
-
+    // The budget is of contended attempts: a free key is granted whatever the budget says.
     if (req.waitMillis <= 0) {
       const result = await this.store.tryAcquire({ ...req, now: startedAt });
       if (result.kind === 'granted') return this.granted(result.grant, result.owner, result.existing, 0, ctx);
