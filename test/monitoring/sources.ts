@@ -44,11 +44,17 @@ interface RawGroup {
   rules: (RuleLike & { for?: string; annotations?: Record<string, string> })[];
 }
 
-export function ruleGroups(): { file: string; group: RawGroup }[] {
-  return ruleFilePaths().flatMap((file) =>
-    (parseYaml(read(file)) as { groups: RawGroup[] }).groups.map((group) => ({ file, group })),
-  );
+/** Parsed once per test file: the YAML is large and the files do not change during a run. */
+function once<T>(compute: () => T): () => T {
+  let value: T | undefined;
+  return () => (value ??= compute());
 }
+
+export const ruleGroups = once((): { file: string; group: RawGroup }[] =>
+  ruleFilePaths().flatMap((file) =>
+    (parseYaml(read(file)) as { groups: RawGroup[] }).groups.map((group) => ({ file, group })),
+  ),
+);
 
 export function rules(): RuleEntry[] {
   return ruleGroups().flatMap(({ file, group }) =>
@@ -140,9 +146,9 @@ export interface PromtoolTestFile {
 
 export const promtoolTestPaths = (): string[] => listFiles('alerts/tests', '.yml');
 
-export function promtoolTests(): { path: string; file: PromtoolTestFile }[] {
-  return promtoolTestPaths().map((path) => ({ path, file: parseYaml(read(path)) as PromtoolTestFile }));
-}
+export const promtoolTests = once((): { path: string; file: PromtoolTestFile }[] =>
+  promtoolTestPaths().map((path) => ({ path, file: parseYaml(read(path)) as PromtoolTestFile })),
+);
 
 export function promtoolExprs(): SourceExpr[] {
   return promtoolTests().flatMap(({ path, file }) =>

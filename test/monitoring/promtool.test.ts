@@ -1,0 +1,91 @@
+/**
+ * Runs Debian's promtool over the committed rule files and the hand-written
+ * unit tests in alerts/tests/, and checks that those tests cover every alert
+ * with a firing and a silent case.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { REPO_ROOT, alertingRules, alertNames, promtoolTestPaths, promtoolTests, ruleFilePaths } from './sources.js';
+
+function promtool(...args: string[]): { status: number | null; output: string } {
+  const result = spawnSync('promtool', args, { cwd: REPO_ROOT, encoding: 'utf8', timeout: 170_000 });
+  if (result.error) throw new Error(`promtool could not run (${result.error.message}); install it with scripts/ensure-deps.sh --test`);
+  return { status: result.status, output: `${result.stdout}${result.stderr}` };
+}
+
+/** The Watchdog fires forever by design: a "silent" case would contradict its purpose. */
+const ALWAYS_FIRING = new Set(['HoldfastWatchdog']);
+
+describe('promtool', () => {
+  const scratch = mkdtempSync(join(tmpdir(), 'holdfast-promtool-'));
+  afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+  it('check rules passes on every generated rule file', () => {
+    const files = ruleFilePaths();
+    expect(files.length).toBeGreaterThanOrEqual(2);
+    const { status, output } = promtool('check', 'rules', ...files);
+    expect(output).not.toMatch(/FAILED/);
+    expect(output.match(/SUCCESS/g)?.length).toBe(files.length);
+    expect(status).toBe(0);
+  });
+
+  it('check rules rejects a broken rule file (the harness can fail)', () => {
+    const broken = join(scratch, 'broken.rules.yml');
+    writeFileSync(broken, 'groups:\n  - name: x\n    rules:\n      - alert: HoldfastBroken\n        expr: sum by (backend (lock_held)\n');
+    const { status, output } = promtool('check', 'rules', broken);
+    expect(status).not.toBe(0);
+    expect(output).toMatch(/FAILED|error/i);
+  });
+
+  it('test rules passes for every unit-test file in alerts/tests', () => {
+    const files = promtoolTestPaths();
+    expect(files.length).toBeGreaterThanOrEqual(2);
+    const { status, output } = promtool('test', 'rules', ...files);
+    expect(output).not.toMatch(/FAILED/);
+    expect(status).toBe(0);
+  }, 180_000);
+
+  it('every rule file is loaded by some unit-test file', () => {
+    const loaded = new Set(
+      promtoolTests().flatMap(({ file }) => file.rule_files.map((path) => join('alerts', path.replace(/^\.\.\//, '')))),
+    );
+    expect(ruleFilePaths().filter((path) => !loaded.has(path))).toEqual([]);
+  });
+
+  it('every alert has a firing case and (except the watchdog) a silent case', () => {
+    const firing = new Map<string, number>();
+    const silent = new Map<string, number>();
+    for (const { file } of promtoolTests()) {
+      for (const test of file.tests) {
+        for (const check of test.alert_rule_test ?? []) {
+          const bucket = (check.exp_alerts ?? []).length > 0 ? firing : silent;
+          bucket.set(check.alertname, (bucket.get(check.alertname) ?? 0) + 1);
+        }
+      }
+    }
+    const names = alertNames();
+    expect(names.length).toBeGreaterThanOrEqual(10);
+    expect(names.filter((name) => !firing.has(name))).toEqual([]);
+    expect(names.filter((name) => !ALWAYS_FIRING.has(name) && !silent.has(name))).toEqual([]);
+  });
+
+  it('every alerting rule (each burn-rate tier) fires in some test with its own labels', () => {
+    const fired = promtoolTests().flatMap(({ file }) =>
+      file.tests.flatMap((test) =>
+        (test.alert_rule_test ?? []).flatMap((check) =>
+          (check.exp_alerts ?? []).map((alert) => ({ alertname: check.alertname, labels: alert.exp_labels ?? {} })),
+        ),
+      ),
+    );
+    const unfired = alertingRules().filter(
+      (rule) =>
+        !fired.some(
+          (f) => f.alertname === rule.alert && Object.entries(rule.labels ?? {}).every(([label, value]) => f.labels[label] === value),
+        ),
+    );
+    expect(unfired.map((rule) => rule.where)).toEqual([]);
+  });
+});
