@@ -1,0 +1,88 @@
+/**
+ * Criterion 6: acquireAll against a real Holdfast server (embedded store).
+ * Its own file: the 1,000-round loop is the slowest SDK test, and vitest runs
+ * files in parallel.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LockClient } from '../../client/client.js';
+import { httpClient } from '../support/http.js';
+import { startServer, type TestServer } from '../support/server.js';
+import { CountingTransport } from './support/counting-transport.js';
+
+let server: TestServer;
+
+beforeAll(async () => {
+  server = await startServer();
+});
+
+afterAll(async () => {
+  await server?.stop();
+});
+
+function client(): { lockClient: LockClient; transport: CountingTransport } {
+  const transport = new CountingTransport(server.url);
+  return { transport, lockClient: new LockClient({ transport }) };
+}
+
+describe('acquireAll against a real server (criterion 6)', () => {
+  it(
+    'two sessions taking {a, b} and {b, a} 1,000 times never deadlock and always finish within budget',
+    async () => {
+      const rounds = 1_000;
+      const policy = { totalBudgetMillis: 10_000, baseBackoffMillis: 2, maxBackoffMillis: 50, maxAttempts: 200 };
+      const { lockClient, transport } = client();
+      const run = async (keys: string[]) => {
+        const session = await lockClient.openSession({ owner: keys.join('+') });
+        let slowest = 0;
+        let notGranted = 0;
+        for (let round = 0; round < rounds; round += 1) {
+          const start = performance.now();
+          const handles = await session.acquireAll(keys, { policy });
+          slowest = Math.max(slowest, performance.now() - start);
+          if (handles === null) {
+            notGranted += 1;
+            continue;
+          }
+          expect(handles.map((h) => h.key)).toEqual(['pair/a', 'pair/b']);
+          await session.releaseAll(handles);
+        }
+        await session.close();
+        return { slowest, notGranted };
+      };
+      const started = performance.now();
+      const [ab, ba] = await Promise.all([run(['pair/a', 'pair/b']), run(['pair/b', 'pair/a'])]);
+      const seconds = (performance.now() - started) / 1000;
+      console.log(
+        `acquireAll ${rounds} rounds × 2 sessions in ${seconds.toFixed(1)} s; L4 calls ${transport.count('/acquire')}; ` +
+          `slowest acquireAll ${ab.slowest.toFixed(0)} / ${ba.slowest.toFixed(0)} ms`,
+      );
+      expect(ab.notGranted).toBe(0);
+      expect(ba.notGranted).toBe(0);
+      expect(Math.max(ab.slowest, ba.slowest)).toBeLessThan(policy.totalBudgetMillis);
+      const http = httpClient(server.url);
+      expect((await http.read('pair/a')).body.held).toBe(false);
+      expect((await http.read('pair/b')).body.held).toBe(false);
+    },
+    300_000,
+  );
+
+  it('an all-or-nothing failure leaves no lock held', async () => {
+    const { lockClient, transport } = client();
+    const holder = await lockClient.openSession({ owner: 'holder' });
+    const taker = await lockClient.openSession({ owner: 'taker' });
+    const held = (await holder.acquire('aon/b'))!;
+    const result = await taker.acquireAll(['aon/c', 'aon/b', 'aon/a'], { policy: { totalBudgetMillis: 400 } });
+    expect(result).toBeNull();
+    const http = httpClient(server.url);
+    expect((await http.read('aon/a')).body.held).toBe(false);
+    expect((await http.read('aon/c')).body.held).toBe(false);
+    expect((await http.read('aon/b')).body).toMatchObject({ held: true, sessionId: holder.sessionId, fencingToken: held.fencingToken });
+    // It took a, then failed on b, and released a: c (after b in canonical order) was never tried.
+    const l4 = transport.sent.filter((r) => r.path.endsWith('/acquire') && r.status !== 'no answer');
+    expect(l4.some((r) => r.path.includes('aon%2Fc'))).toBe(false);
+    expect(transport.sent.filter((r) => r.path === '/v1/locks/aon%2Fa/release')).toHaveLength(1);
+    await holder.close();
+    await taker.close();
+  });
+});
+
