@@ -63,7 +63,7 @@ export function OverviewView() {
               title={`S1 availability (${data.availability[0]?.window ?? 'recent'} window)`}
               points={history}
               format={(v) => formatPercent(v, 2)}
-              domain={['auto', 1]}
+              domain={[(dataMin: number) => Math.max(0, Math.min(0.99, dataMin)), 1]}
               series={[{ key: 'availability', name: 'availability', color: '#5aa9ff' }]}
             />
           </section>

@@ -30,7 +30,7 @@ export function AuditTable({ items, now, highlight }: { items: AuditEntry[]; now
                 <When at={entry.at} now={now} />
                 <div className="muted small">{formatAbsolute(entry.at)}</div>
               </td>
-              <td>{entry.actor}</td>
+              <td className="nowrap">{entry.actor}</td>
               <td className="mono">{entry.action}</td>
               <td className="mono key-cell">
                 {entry.action === 'lock.revoke' ? <Link href={`/locks/${encodeURIComponent(entry.target)}`}>{entry.target}</Link> : entry.target}

@@ -27,7 +27,7 @@ export function TimeChart({
   series: Series[];
   format: (value: number) => string;
   testId: string;
-  domain?: [number | 'auto', number | 'auto'];
+  domain?: [number | 'auto' | ((dataMin: number) => number), number | 'auto'];
 }) {
   return (
     <figure className="card chart" data-testid={testId} data-points={points.length}>
@@ -42,7 +42,7 @@ export function TimeChart({
             <LineChart data={points} margin={{ top: 6, right: 10, bottom: 0, left: 0 }}>
               <CartesianGrid stroke="#2a3340" strokeDasharray="3 3" />
               <XAxis dataKey="at" type="number" domain={['dataMin', 'dataMax']} tickFormatter={clock} stroke="#8b98a9" fontSize={11} minTickGap={40} />
-              <YAxis stroke="#8b98a9" fontSize={11} width={54} tickFormatter={format} domain={domain ?? [0, 'auto']} allowDecimals />
+              <YAxis stroke="#8b98a9" fontSize={11} width={66} tickFormatter={format} domain={domain ?? [0, 'auto']} allowDecimals />
               <Tooltip
                 labelFormatter={(label) => clock(Number(label))}
                 formatter={(value) => format(Number(value))}
@@ -50,7 +50,7 @@ export function TimeChart({
               />
               <Legend wrapperStyle={{ fontSize: 12 }} />
               {series.map((s) => (
-                <Line key={s.key} type="monotone" dataKey={s.key} name={s.name} stroke={s.color} dot={false} isAnimationActive={false} strokeWidth={2} connectNulls />
+                <Line key={s.key} type="linear" dataKey={s.key} name={s.name} stroke={s.color} dot={false} isAnimationActive={false} strokeWidth={2} connectNulls />
               ))}
             </LineChart>
           </ResponsiveContainer>

@@ -57,7 +57,7 @@ export function RevokeDialog({ lock, onClose }: { lock: LockInfo; onClose(): voi
         <dd className="mono" data-testid="revoke-key">
           {lock.key}
         </dd>
-        <dt>Holder</dt>
+        <dt>Holder you saw</dt>
         <dd data-testid="revoke-holder">
           {lock.owner ?? 'unknown owner'} <span className="mono muted">session {lock.sessionId}</span>
         </dd>

@@ -98,7 +98,7 @@ export function AuditView() {
           </button>
           <span>
             Page {cursors.length}
-            {nextCursor === null ? ' · oldest entries' : ''}
+            {nextCursor === null ? ' · no older entries' : ''}
           </span>
           <button type="button" className="button" disabled={nextCursor === null} onClick={() => setCursors((c) => [...c, nextCursor])}>
             Older →
@@ -121,7 +121,7 @@ function ChainState({ verify, error, pending }: { verify?: AuditVerification; er
   if (verify.state === 'verified') {
     return (
       <div className="banner banner-ok" data-testid="chain-state" data-state="verified">
-        <strong>Chain verified</strong>: all {verify.entries} entries link and hash correctly; none was altered, inserted or removed.
+        <strong>Chain verified</strong>: all {verify.entries} {verify.entries === 1 ? 'entry links and hashes' : 'entries link and hash'} correctly; none was altered, inserted or removed.
       </div>
     );
   }

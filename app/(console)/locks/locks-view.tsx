@@ -9,7 +9,7 @@ import { usePathname, useRouter, useSearchParams } from 'next/navigation';
 import { useEffect, useMemo, useState } from 'react';
 import type { LockInfo, Page } from '../../lib/api-types';
 import { getJson } from '../../lib/client/api';
-import { formatAbsolute, formatDuration, shortId } from '../../lib/format';
+import { formatAbsolute, formatDuration } from '../../lib/format';
 import { useCanAct } from '../../components/identity';
 import { LiveControl, useLive, useNow } from '../../components/live';
 import { Empty, ErrorState, Loading } from '../../components/query-state';
@@ -47,13 +47,16 @@ export function LocksView() {
   useEffect(() => setCursors([null]), [prefix, limit]);
 
   function updateUrl(next: { prefix?: string; limit?: number }) {
-    const search = new URLSearchParams(params.toString());
-    const p = next.prefix ?? prefix;
-    const l = next.limit ?? limit;
-    if (p) search.set('prefix', p);
-    else search.delete('prefix');
-    if (l !== 50) search.set('limit', String(l));
-    else search.delete('limit');
+    // Read the address bar at call time: a debounced prefix update must not undo a page-size change made meanwhile.
+    const search = new URLSearchParams(window.location.search);
+    if (next.prefix !== undefined) {
+      if (next.prefix) search.set('prefix', next.prefix);
+      else search.delete('prefix');
+    }
+    if (next.limit !== undefined) {
+      if (next.limit !== 50) search.set('limit', String(next.limit));
+      else search.delete('limit');
+    }
     const text = search.toString();
     router.replace(text ? `${pathname}?${text}` : pathname);
   }
@@ -113,7 +116,7 @@ export function LocksView() {
       </div>
       <p className="legend muted">
         <span className="badge badge-warn">waiters</span> someone is queued for the lock ·{' '}
-        <span className="badge badge-bad">long-held</span> held over {formatDuration(LONG_HELD_MILLIS)} · TTL counts down live
+        <span className="badge badge-bad">long-held</span> held over {LONG_HELD_MILLIS / 60_000} min · TTL counts down live
       </p>
       {query.isError ? <ErrorState error={query.error} what="locks" /> : null}
       {query.isPending ? <Loading what="locks" /> : null}
@@ -180,9 +183,7 @@ function LockRow({ lock, now, canAct, onRevoke }: { lock: LockInfo; now: number;
         {longHeld ? <span className="badge badge-bad">long-held</span> : null}
       </td>
       <td>{lock.owner || <span className="muted">—</span>}</td>
-      <td className="mono" title={lock.sessionId}>
-        {lock.sessionId ? shortId(lock.sessionId) : '—'}
-      </td>
+      <td className="mono session-cell">{lock.sessionId ?? '—'}</td>
       <td className="mono num" data-testid="lock-token">
         {lock.fencingToken}
       </td>

@@ -35,7 +35,7 @@ export async function callServer<T>(
     return {
       ok: false,
       status: 502,
-      body: errorBody(UNREACHABLE, `lock server unreachable at ${holdfastUrl()} (${describe(cause)})`, true),
+      body: errorBody(UNREACHABLE, `no answer from ${holdfastUrl()} (${describe(cause)})`, true),
     };
   }
   const text = await response.text();
