@@ -78,6 +78,11 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
     reply.header('holdfast-backend', service.backend);
+    if (deps.shutdownSignal.aborted) {
+      // Shutting down: keep-alive callers get a retryable answer and a closed connection, not more service.
+      reply.header('connection', 'close');
+      throw deps.shutdownSignal.reason;
+    }
     // Started before validation so malformed L4s are timed and traced like any other answer.
     const measured = request.routeOptions.config?.measured;
     if (measured) {
