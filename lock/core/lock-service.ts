@@ -138,14 +138,17 @@ export class LockService {
   async sweep(ctx: EventContext, batch = 500): Promise<{ sessions: number; locks: number }> {
     let sessions = 0;
     let locks = 0;
+    // One instant for the whole pass: a session lapsing between the two phases would
+    // otherwise lose its locks in the second one, reported as cause ttl, not session_ttl.
+    const now = this.clock.now();
     for (;;) {
-      const ended = await this.store.expireSessions(this.clock.now(), batch);
+      const ended = await this.store.expireSessions(now, batch);
       for (const e of ended) this.sessionEnded(e, ctx);
       sessions += ended.length;
       if (ended.length < batch) break;
     }
     for (;;) {
-      const expired = await this.store.expireLocks(this.clock.now(), batch);
+      const expired = await this.store.expireLocks(now, batch);
       for (const lock of expired) {
         this.events.emit('lock_expired', ctx, { key: lock.key, sessionId: lock.sessionId, fencingToken: lock.fencingToken, cause: 'ttl' });
         this.waiters.keyReleased(lock.key);
