@@ -31,6 +31,45 @@ const passThroughPolicy = {
     Promise.resolve().then(() => fn({ signal: new AbortController().signal, attempt: 0 })),
 } as unknown as GlobalPolicy;
 
+type HostPolicy = ReturnType<NonNullable<NonNullable<IOptions['faultHandling']>['host']>>;
+
+/** Consecutive unavailable answers that take a host out of rotation, and for how long. */
+const HOST_FAILURES_TO_OPEN = 3;
+const HOST_OPEN_MS = 1_000;
+
+class BrokenCircuitError extends Error {
+  override readonly name = 'BrokenCircuitError';
+}
+
+/**
+ * Per-host breaker: after a few consecutive failures the pool skips the host
+ * for a second, then tries it again. The library's default keeps a host out
+ * for 5 s, which after a single-member restart is 5 s of NOT_LEADER for nothing.
+ */
+function hostBreaker(): HostPolicy {
+  let failures = 0;
+  let openUntil = 0;
+  return {
+    execute: async <T>(fn: (context: { signal: AbortSignal; attempt: number }) => PromiseLike<T> | T) => {
+      if (Date.now() < openUntil) throw new BrokenCircuitError('etcd host skipped after repeated failures');
+      try {
+        const result = await fn({ signal: new AbortController().signal, attempt: 0 });
+        failures = 0;
+        return result;
+      } catch (error) {
+        if (error instanceof Error && isRecoverableError(error)) {
+          failures += 1;
+          if (failures >= HOST_FAILURES_TO_OPEN) {
+            failures = 0;
+            openUntil = Date.now() + HOST_OPEN_MS;
+          }
+        }
+        throw error;
+      }
+    },
+  } as unknown as HostPolicy;
+}
+
 const UNAVAILABLE_MESSAGES =
   /no leader|leader changed|timed out|server stopped|too many requests|unavailable|ECONNREFUSED|ECONNRESET|No connection established|circuit|Deadline exceeded|not capable|Connection dropped/i;
 
@@ -59,7 +98,7 @@ export function createEtcdClient(options: EtcdClientOptions): Etcd3 {
     dialTimeout: timeout,
     // Streams (watch, lease keep-alive) live long; only unary calls get a deadline.
     defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + timeout }),
-    faultHandling: { global: passThroughPolicy },
+    faultHandling: { global: passThroughPolicy, host: () => hostBreaker() },
   });
 }
 
