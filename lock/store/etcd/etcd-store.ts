@@ -100,7 +100,13 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
     if (this.client) return;
     const client = createEtcdClient({ endpoints: this.options.endpoints, requestTimeoutMs: this.options.requestTimeoutMs });
     this.client = client;
-    await this.ping();
+    try {
+      await this.ping();
+    } catch (error) {
+      this.client = null;
+      client.close();
+      throw error;
+    }
     this.waits =
       this.options.waitShape === 'per-call' ? new PerCallReleaseWatch(client, this.keys) : new SharedReleaseWatch(client, this.keys);
     await this.waits.start();
@@ -275,6 +281,7 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
     const sessionKey = this.keys.session(req.sessionId);
     let session = await this.liveSession(req.sessionId, req.now);
     let uncertain = false;
+    const startedAt = Date.now(); // wall time for the unavailability budget; req.now may come from a test clock
     for (let decision = 0; decision < MAX_DECISIONS; decision += 1) {
       if (!session) return { kind: 'session_not_found' };
       const mine = { sessionId: req.sessionId, owner: session.session.owner, ttlMillis: req.ttlMillis, grantedAt: req.now, expiresAt: req.now + req.ttlMillis };
@@ -288,7 +295,7 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
         });
       } catch (error) {
         // Applied or not? The next round's txn reads back exactly that (the lock key and the session).
-        await this.pauseIfUnavailable(error, req.now);
+        await this.pauseIfUnavailable(error, startedAt);
         uncertain = true;
         continue;
       }
