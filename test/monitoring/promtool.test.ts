@@ -11,7 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT, alertingRules, alertNames, promtoolTestPaths, promtoolTests, ruleFilePaths } from './sources.js';
 
 function promtool(...args: string[]): { status: number | null; output: string } {
-  const result = spawnSync('promtool', args, { cwd: REPO_ROOT, encoding: 'utf8', timeout: 170_000 });
+  const result = spawnSync('promtool', args, { cwd: REPO_ROOT, encoding: 'utf8', timeout: 290_000 });
   if (result.error) throw new Error(`promtool could not run (${result.error.message}); install it with scripts/ensure-deps.sh --test`);
   return { status: result.status, output: `${result.stdout}${result.stderr}` };
 }
@@ -46,7 +46,7 @@ describe('promtool', () => {
     const { status, output } = promtool('test', 'rules', ...files);
     expect(output).not.toMatch(/FAILED/);
     expect(status).toBe(0);
-  }, 180_000);
+  }, 300_000);
 
   it('every rule file is loaded by some unit-test file', () => {
     const loaded = new Set(
