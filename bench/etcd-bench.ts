@@ -13,6 +13,8 @@
  *    store against etcd3's own lock recipe (`client.lock(key)`), same etcd, same run.
  *
  * Bounded: every phase stops at a fixed count or time. Figures go to stdout.
+ * Knobs: BENCH_HANDOFFS, BENCH_HOLD_MS, BENCH_REJOIN_MS, BENCH_WAITERS, BENCH_BG_WRITES,
+ * BENCH_CYCLE_SECONDS, BENCH_SKIP_HANDOFF=1, BENCH_SKIP_CYCLES=1.
  */
 import { randomUUID } from 'node:crypto';
 import { Etcd3 } from 'etcd3';
@@ -169,7 +171,7 @@ async function main(): Promise<void> {
     console.log(`etcd ${etcd.endpoints[0]} | ${WAITERS} waiters, ${HANDOFFS} handoffs, hold ${HOLD_MS} ms, rejoin ${REJOIN_MS} ms, background ${BACKGROUND_WRITES_PER_S} writes/s`);
     console.log('\n== handoff latency, one hot key (release start → next grant) ==');
     console.log('load        mode       p50        p99        n');
-    for (const loaded of [false, true]) {
+    for (const loaded of process.env.BENCH_SKIP_HANDOFF === '1' ? [] : [false, true]) {
       for (const mode of ['shared', 'per-call', 'polling'] as const) {
         const load = loaded ? backgroundLoad(etcd.endpoints, BACKGROUND_WRITES_PER_S) : null;
         const started = performance.now();
