@@ -17,6 +17,7 @@
  * BENCH_CYCLE_SECONDS, BENCH_SKIP_HANDOFF=1, BENCH_SKIP_CYCLES=1.
  */
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { Etcd3 } from 'etcd3';
 import { EtcdStore, type WaitShape } from '../lock/store/etcd/etcd-store.js';
 import { startEtcd } from '../test/support/etcd.js';
@@ -165,6 +166,23 @@ async function recipeCycles(endpoints: string[], workers: number): Promise<numbe
 
 const format = (ms: number) => `${ms.toFixed(1)} ms`;
 
+/** CPU milliseconds used so far by this process and by etcd: a cost per cycle that does not depend on how busy the machine is. */
+function cpuMillis(etcdPid: number): { node: number; etcd: number } {
+  const usage = process.cpuUsage();
+  const fields = readFileSync(`/proc/${etcdPid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  const ticks = Number(fields[11]) + Number(fields[12]); // utime + stime, in clock ticks (100/s)
+  return { node: (usage.user + usage.system) / 1000, etcd: ticks * 10 };
+}
+
+/** Runs a cycles phase and reports cycles/s plus node and etcd CPU ms per cycle. */
+async function measured(etcdPid: number, run: () => Promise<number>): Promise<{ rate: number; nodeCpu: number; etcdCpu: number }> {
+  const before = cpuMillis(etcdPid);
+  const rate = await run();
+  const after = cpuMillis(etcdPid);
+  const cycles = rate * CYCLE_SECONDS;
+  return { rate, nodeCpu: (after.node - before.node) / cycles, etcdCpu: (after.etcd - before.etcd) / cycles };
+}
+
 async function main(): Promise<void> {
   const etcd = await startEtcd();
   try {
@@ -187,17 +205,21 @@ async function main(): Promise<void> {
 
     if (process.env.BENCH_SKIP_CYCLES === '1') return;
     console.log(`\n== acquire+release cycles/s, one key per worker, ${CYCLE_SECONDS} s per run, median of ${CYCLE_ROUNDS} alternating runs ==`);
-    console.log('concurrency  holdfast-store  etcd3 client.lock()  ratio');
+    console.log('concurrency  holdfast-store  etcd3 client.lock()  ratio   CPU ms/cycle node+etcd (holdfast vs recipe)');
     const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+    const pid = etcd.member.pid!;
     for (const workers of [16, 64]) {
-      const ours: number[] = [];
-      const recipe: number[] = [];
+      const ours: Array<Awaited<ReturnType<typeof measured>>> = [];
+      const recipe: Array<Awaited<ReturnType<typeof measured>>> = [];
       for (let round = 0; round < CYCLE_ROUNDS; round += 1) {
-        ours.push(await storeCycles(etcd.endpoints, workers));
-        recipe.push(await recipeCycles(etcd.endpoints, workers));
+        ours.push(await measured(pid, () => storeCycles(etcd.endpoints, workers)));
+        recipe.push(await measured(pid, () => recipeCycles(etcd.endpoints, workers)));
       }
-      const [a, b] = [median(ours), median(recipe)];
-      console.log(`${String(workers).padEnd(12)} ${a.toFixed(0).padEnd(15)} ${b.toFixed(0).padEnd(20)} ${(a / b).toFixed(2)}x   (runs: ${ours.map((v) => v.toFixed(0)).join('/')} vs ${recipe.map((v) => v.toFixed(0)).join('/')})`);
+      const [a, b] = [median(ours.map((r) => r.rate)), median(recipe.map((r) => r.rate))];
+      const cpu = (runs: typeof ours) => `${median(runs.map((r) => r.nodeCpu)).toFixed(2)}+${median(runs.map((r) => r.etcdCpu)).toFixed(2)}`;
+      console.log(
+        `${String(workers).padEnd(12)} ${a.toFixed(0).padEnd(15)} ${b.toFixed(0).padEnd(20)} ${(a / b).toFixed(2)}x   ${cpu(ours)} vs ${cpu(recipe)}   (runs: ${ours.map((r) => r.rate.toFixed(0)).join('/')} vs ${recipe.map((r) => r.rate.toFixed(0)).join('/')})`,
+      );
     }
   } finally {
     await etcd.stop();

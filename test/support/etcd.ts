@@ -21,6 +21,8 @@ export interface EtcdMember {
   readonly dataDir: string;
   /** True while the member's process runs. */
   readonly running: boolean;
+  /** The member's process id while it runs (benches read its CPU time from /proc). */
+  readonly pid: number | null;
 }
 
 export interface EtcdCluster {
@@ -82,6 +84,10 @@ class ManagedMember implements EtcdMember {
 
   get running(): boolean {
     return this.process !== null;
+  }
+
+  get pid(): number | null {
+    return this.process?.pid ?? null;
   }
 
   start(): void {
