@@ -209,6 +209,7 @@ export class LockService {
         if (this.releaseWaiter && !usedFallback) {
           const wait = await this.releaseWaiter.waitForRelease({
             key: req.key,
+            sessionId: req.sessionId,
             ...(result.observedRevision !== undefined ? { observedRevision: result.observedRevision } : {}),
             timeoutMillis: remaining,
             signal: waitAbort,

@@ -78,11 +78,7 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
     reply.header('holdfast-backend', service.backend);
-    if (deps.shutdownSignal.aborted) {
-      // Shutting down: keep-alive callers get a retryable answer and a closed connection, not more service.
-      reply.header('connection', 'close');
-      throw deps.shutdownSignal.reason;
-    }
+    if (deps.shutdownSignal.aborted) throw deps.shutdownSignal.reason;
     // Started before validation so malformed L4s are timed and traced like any other answer.
     const measured = request.routeOptions.config?.measured;
     if (measured) {
@@ -122,6 +118,13 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
   });
   app.addHook('onRequestAbort', async (request) => {
     request.measured?.abandoned();
+  });
+
+  // While shutting down, every answer (including those of requests already in flight) closes its
+  // connection: a kept-alive connection that turns idle after close() began would hold the exit.
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (deps.shutdownSignal.aborted) reply.header('connection', 'close');
+    return payload;
   });
 
   app.setErrorHandler((error, request, reply) => sendError(reply, request, error));

@@ -161,6 +161,8 @@ export type WaitResult =
 export interface ReleaseWaiter {
   waitForRelease(req: {
     key: string;
+    /** The waiting session: a store may also wake when that session ends elsewhere. */
+    sessionId?: string;
     /** From the failed TryAcquireResult, when the backend reports one. */
     observedRevision?: string;
     /** Milliseconds the wait may last. */

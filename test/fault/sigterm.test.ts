@@ -33,6 +33,7 @@ test('SIGTERM under load: in-flight requests answered, exit 0, store consistent 
   // Background load: acquire/release loops until the server goes away.
   let stop = false;
   const tokens: bigint[] = [];
+  const releasedTokens = new Set<string>();
   const loadErrors: string[] = [];
   let answeredAfterSignal = 0;
   let signalledAt = 0;
@@ -45,7 +46,8 @@ test('SIGTERM under load: in-flight requests answered, exit 0, store consistent 
         if (signalledAt) answeredAfterSignal++;
         if (grant.status === 200) {
           tokens.push(BigInt(grant.body.fencingToken));
-          await api.release(`load-${i}`, { sessionId: session, fencingToken: grant.body.fencingToken });
+          const released = await api.release(`load-${i}`, { sessionId: session, fencingToken: grant.body.fencingToken });
+          if (released.status === 200) releasedTokens.add(grant.body.fencingToken);
         } else if (grant.status !== 503) {
           loadErrors.push(`${grant.status} ${JSON.stringify(grant.body)}`);
         }
@@ -87,9 +89,11 @@ test('SIGTERM under load: in-flight requests answered, exit 0, store consistent 
     expect(BigInt(fresh.fencingToken)).toBeGreaterThan(highest);
     const token = JSON.parse((await import('node:fs')).readFileSync(path.join(dataDir, 'admin-tokens.json'), 'utf8'))[0].token;
     expect((await again.admin(token).verify()).body).toMatchObject({ ok: true });
-    const locks = (await again.admin(token).listLocks('?limit=1000')).body.items.map((l: { key: string }) => l.key);
-    expect(locks).toEqual(expect.arrayContaining(['after-restart', 'blocked', 'kept']));
-    expect(locks.filter((k: string) => k.startsWith('load-'))).toEqual([]);
+    const locks = (await again.admin(token).listLocks('?limit=1000')).body.items as { key: string; fencingToken: string }[];
+    expect(locks.map((l) => l.key)).toEqual(expect.arrayContaining(['after-restart', 'blocked', 'kept']));
+    // A load lock may outlive the shutdown only if its release was never acknowledged.
+    const leftovers = locks.filter((l) => l.key.startsWith('load-'));
+    for (const lock of leftovers) expect(releasedTokens.has(lock.fencingToken)).toBe(false);
   } finally {
     second.child.kill('SIGTERM');
     expect(await second.exited).toBe(0);

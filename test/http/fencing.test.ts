@@ -26,7 +26,7 @@ test(`${SESSIONS} sessions × ${CYCLES} cycles over ${KEYS.length} keys: no reje
   const unexpected: string[] = [];
 
   const worker = async (index: number) => {
-    const session = (await api.openSession({ owner: `fencing-worker-${index}`, ttlMillis: 60000 })).body.sessionId as string;
+    const session = (await api.openSession({ owner: `fencing-worker-${index}`, ttlMillis: 300000 })).body.sessionId as string;
     for (let cycle = 0; cycle < CYCLES; cycle++) {
       const key = KEYS[(index + cycle) % KEYS.length]!;
       for (;;) {

@@ -73,6 +73,10 @@ export async function startServer(options: StartServerOptions = {}): Promise<Tes
     databaseUrl = await (await sharedPostgres()).createDatabase();
     env.DATABASE_URL = databaseUrl;
     store = await openStore(loadConfig({ ...env, ...options.env }));
+  } else if (options.env?.ETCD_ENDPOINTS) {
+    // A cluster the test started itself (failover tests): share it, do not start another.
+    etcdEndpoints = options.env.ETCD_ENDPOINTS.split(',');
+    store = await openStore(loadConfig({ ...env, ...options.env }));
   } else {
     const { startEtcd } = await import('./etcd.js');
     const etcd = await startEtcd();
