@@ -13,8 +13,6 @@ export function Providers({ children }: { children: ReactNode }) {
           queries: {
             retry: shouldRetry,
             retryDelay: 1000,
-            // Keep showing the last good data while a refetch fails, next to the error banner.
-            placeholderData: (previous: unknown) => previous,
             refetchOnWindowFocus: true,
             staleTime: 1000,
           },

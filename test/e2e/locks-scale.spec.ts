@@ -36,7 +36,12 @@ function recordLockRequests(page: Page): SeenLocksResponse[] {
   page.on('response', async (response: Response) => {
     const url = new URL(response.url());
     if (url.pathname !== '/api/locks' || response.status() !== 200) return;
-    const body = await response.body();
+    let body: Buffer;
+    try {
+      body = await response.body();
+    } catch {
+      return; // the page navigated away and the browser dropped this body
+    }
     const parsed = JSON.parse(body.toString('utf8')) as { items: unknown[] };
     seen.push({ url, bytes: body.length, items: parsed.items.length });
   });
@@ -55,7 +60,7 @@ test('a new lock appears within one refresh interval, prefix search finds it amo
   await page.goto(`/locks?prefix=${encodeURIComponent(needlePrefix)}`);
   await expect(page.getByText(/No held lock has a key starting with/)).toBeVisible();
 
-  const sessionId = await api.openSession('locks-test-client');
+  const sessionId = await api.openSession('locks-test-client', 300_000);
   const grant = await api.mustAcquire(`${needlePrefix}-1`, sessionId);
   const acquiredAt = Date.now();
   const row = page.locator(`[data-testid="lock-row"][data-key="${grant.key}"]`);

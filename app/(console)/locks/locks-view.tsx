@@ -5,7 +5,7 @@
  */
 import Link from 'next/link';
 import { useQuery } from '@tanstack/react-query';
-import { usePathname, useRouter, useSearchParams } from 'next/navigation';
+import { usePathname, useSearchParams } from 'next/navigation';
 import { useEffect, useMemo, useState } from 'react';
 import type { LockInfo, Page } from '../../lib/api-types';
 import { getJson } from '../../lib/client/api';
@@ -22,11 +22,15 @@ const PAGE_SIZES = [25, 50, 100, 200, 500] as const;
 type SortKey = 'key' | 'age' | 'ttl' | 'waiters' | 'token';
 
 export function LocksView() {
-  const router = useRouter();
   const pathname = usePathname();
   const params = useSearchParams();
-  const prefix = params.get('prefix') ?? '';
-  const limit = PAGE_SIZES.includes(Number(params.get('limit')) as (typeof PAGE_SIZES)[number]) ? Number(params.get('limit')) : 50;
+  // The search and page size live in state (the source of truth) and are mirrored to the address bar
+  // so the view can be shared; reading them back from the URL would race with pending navigations.
+  const [prefix, setPrefix] = useState(() => params.get('prefix') ?? '');
+  const [limit, setLimit] = useState(() => {
+    const fromUrl = Number(params.get('limit'));
+    return PAGE_SIZES.includes(fromUrl as (typeof PAGE_SIZES)[number]) ? fromUrl : 50;
+  });
   const [draft, setDraft] = useState(prefix);
   // Cursors of the pages visited so far; index 0 is the first page (null cursor).
   const [cursors, setCursors] = useState<(string | null)[]>([null]);
@@ -40,26 +44,18 @@ export function LocksView() {
   // Typing narrows the search after a short pause, so each keystroke is not a request.
   useEffect(() => {
     if (draft === prefix) return;
-    const timer = setTimeout(() => updateUrl({ prefix: draft }), 300);
+    const timer = setTimeout(() => setPrefix(draft), 300);
     return () => clearTimeout(timer);
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [draft]);
-  useEffect(() => setCursors([null]), [prefix, limit]);
-
-  function updateUrl(next: { prefix?: string; limit?: number }) {
-    // Read the address bar at call time: a debounced prefix update must not undo a page-size change made meanwhile.
-    const search = new URLSearchParams(window.location.search);
-    if (next.prefix !== undefined) {
-      if (next.prefix) search.set('prefix', next.prefix);
-      else search.delete('prefix');
-    }
-    if (next.limit !== undefined) {
-      if (next.limit !== 50) search.set('limit', String(next.limit));
-      else search.delete('limit');
-    }
+  }, [draft, prefix]);
+  useEffect(() => {
+    setCursors([null]);
+    const search = new URLSearchParams();
+    if (prefix) search.set('prefix', prefix);
+    if (limit !== 50) search.set('limit', String(limit));
     const text = search.toString();
-    router.replace(text ? `${pathname}?${text}` : pathname);
-  }
+    // Native replaceState (Next.js syncs it with useSearchParams): no server round trip, no remount.
+    window.history.replaceState(null, '', text ? `${pathname}?${text}` : pathname);
+  }, [prefix, limit, pathname]);
 
   const query = useQuery({
     queryKey: ['locks', prefix, limit, cursor],
@@ -93,12 +89,12 @@ export function LocksView() {
           placeholder="e.g. payouts/"
           onChange={(e) => setDraft(e.target.value)}
           onKeyDown={(e) => {
-            if (e.key === 'Enter') updateUrl({ prefix: draft });
+            if (e.key === 'Enter') setPrefix(draft);
           }}
           data-testid="prefix-input"
         />
         <label htmlFor="page-size">Per page</label>
-        <select id="page-size" value={limit} onChange={(e) => updateUrl({ limit: Number(e.target.value) })} data-testid="page-size">
+        <select id="page-size" value={limit} onChange={(e) => setLimit(Number(e.target.value))} data-testid="page-size">
           {PAGE_SIZES.map((n) => (
             <option key={n} value={n}>
               {n}
