@@ -266,6 +266,9 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
 
   app.get('/v1/admin/audit/verify', { config: { role: 'viewer' } }, async () => service.verifyAudit());
 
+  // Who the presented token is: the console shows it and disables what the role may not do.
+  app.get('/v1/admin/whoami', { config: { role: 'viewer' } }, async (request) => request.admin!);
+
   app.get('/v1/admin/summary', { config: { role: 'viewer' } }, async () => buildSummary(service));
 
   app.post(

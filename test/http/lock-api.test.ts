@@ -307,6 +307,18 @@ describe.each(STORES)('lock API on %s', (storeName) => {
     expectError(await api.admin(server.viewerToken).listLocks('?cursor=%25%25%25'), 400, 'VALIDATION_FAILED');
   });
 
+  test('whoami names the token and its role', async () => {
+    expect((await api.call('GET', '/v1/admin/whoami', undefined, { authorization: `Bearer ${server.viewerToken}` })).body).toEqual({
+      name: 'test-viewer',
+      role: 'viewer',
+    });
+    expect((await api.call('GET', '/v1/admin/whoami', undefined, { authorization: `Bearer ${server.operatorToken}` })).body).toEqual({
+      name: 'test-operator',
+      role: 'operator',
+    });
+    expectError(await api.call('GET', '/v1/admin/whoami'), 401, 'UNAUTHENTICATED');
+  });
+
   test('A5 summary reports counts, rates and SLO windows', async () => {
     const summary = await api.admin(server.viewerToken).summary();
     expect(summary.status).toBe(200);
