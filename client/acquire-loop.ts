@@ -10,8 +10,8 @@
  * - SESSION_NOT_FOUND: the session is gone — SessionLostError.
  * - VALIDATION_FAILED or any other non-retryable answer: throw at once.
  * - A FencedOutError from the grant check is thrown, never retried.
- * - A grant the callee discards (an existing grant from before this call, see
- *   LockSession) is retried like contention.
+ * - A grant the callee discards (an existing grant it already knew, or one too old
+ *   to vouch for — see LockSession) is retried like contention.
  * - At most `maxAttempts` L4 calls; a server-side wait is trimmed to fit the budget,
  *   and a request still unanswered a grace period after the deadline is abandoned
  *   (a grant it may have made expires with its TTL or the session).
@@ -53,9 +53,14 @@ export interface AcquireLoopParams {
   /**
    * Judge a grant before vouching for it: `keep`, or `discard` (already
    * released by the callee) to retry for a fresh grant like after contention.
+   * `sentAt` is the earliest this call could have been granted (see below).
    * May throw (FencedOutError), which ends the loop.
    */
-  vet(grant: LockGrant): Promise<'keep' | 'discard'>;
+  vet(grant: LockGrant, sentAt: number): Promise<'keep' | 'discard'>;
+  /** An attempt sent at `sentAt` got no answer: the server may have granted it. */
+  unanswered(sentAt: number): void;
+  /** Another session holds the key now, so no earlier unanswered grant of ours survives. */
+  heldByOther(): void;
   /** The session is gone on the server: mark it lost and return the error to throw. */
   sessionNotFound(): Error;
   /** A grant that arrived after the caller's abort: release it, nobody will. */
@@ -96,6 +101,7 @@ export async function runAcquireLoop(p: AcquireLoopParams): Promise<AcquireLoopR
       signal?.throwIfAborted();
       if (!isTransportFailure(error)) throw error;
       earliestUnanswered ??= sentAt;
+      p.unanswered(sentAt);
       const failure = new TransportError('the lock server did not answer the acquire', error);
       delay = Math.max(TRANSIENT_FLOOR_MILLIS, p.backoff.delay(attempt - 1));
       exhausted = () => {
@@ -109,7 +115,7 @@ export async function runAcquireLoop(p: AcquireLoopParams): Promise<AcquireLoopR
     }
     p.rtt.observe(clock.now() - sentAt);
     if (answer.ok) {
-      if ((await p.vet(answer.value)) === 'keep') {
+      if ((await p.vet(answer.value, earliestUnanswered ?? sentAt)) === 'keep') {
         return { granted: true, grant: answer.value, sentAt: earliestUnanswered ?? sentAt };
       }
       delay = p.backoff.delay(attempt - 1);
@@ -121,6 +127,10 @@ export async function runAcquireLoop(p: AcquireLoopParams): Promise<AcquireLoopR
 
     switch (answer.code) {
       case 'LOCK_CONTENDED':
+        p.heldByOther();
+        delay = p.backoff.delay(attempt - 1);
+        exhausted = () => ({ granted: false });
+        break;
       case 'CONTENTION_EXCEEDED':
         delay = Math.max(p.backoff.delay(attempt - 1), answer.retryAfterMillis ?? 0);
         exhausted = () => ({ granted: false });

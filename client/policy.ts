@@ -10,6 +10,10 @@
  *                              several times within the budget.
  * - maxAttempts 12           — bounds L4 calls per acquire whatever the budget.
  * - waitMillis 0             — no server-side wait unless asked (the server caps it at 30 s).
+ *
+ * Retries sleep a full-jitter delay (see Backoff): not a fixed delay (collided waiters
+ * collide again forever), not plain exponential (still lockstep), not "equal jitter"
+ * (its fixed half leaves a freed lock idle for at least cap/2).
  */
 import { ValidationError } from './errors.js';
 

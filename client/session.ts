@@ -36,6 +36,9 @@ export interface AcquireOptions {
 
 type SessionState = 'open' | 'lost' | 'closed';
 
+/** C3's upper bound on a lock TTL (L4 ttlMillis). */
+const MAX_LOCK_TTL_MILLIS = 600_000;
+
 export class LockSession {
   readonly sessionId: string;
   readonly owner: string;
@@ -43,6 +46,12 @@ export class LockSession {
   readonly #rt: ClientRuntime;
   readonly #held = new Map<string, HeldLock>();
   readonly #acquiring = new Set<string>();
+  /**
+   * Per key, the send time of the earliest L4 whose answer never arrived. The
+   * server may have granted it; a later L4 then gets that grant back as the
+   * "existing grant" — a token we never saw, expiring on the old schedule.
+   */
+  readonly #unanswered = new Map<string, number>();
   readonly #controller = new AbortController();
   readonly #heartbeat: HeartbeatScheduler;
   #state: SessionState = 'open';
@@ -236,6 +245,7 @@ export class LockSession {
     this.#acquiring.add(key);
     const progress = { attempts: 0 };
     let outcome: ClientAttemptOutcome = 'error';
+    let pendingDeadline = 0; // set by vet for the grant it keeps
     try {
       return await rt.tracer.inSpan(key, async (span) => {
         try {
@@ -266,24 +276,34 @@ export class LockSession {
               this.#lose('not_found');
               return new SessionLostError(this.sessionId, 'not_found');
             },
-            vet: async (grant) => {
+            vet: async (grant, sentAt) => {
               // Throws FencedOutError for a token below one this client was granted before.
-              if (rt.watermark.admit(key, grant.fencingToken) === 'new') return 'keep';
-              // The same token as a grant this client already knew: the "existing grant" of an
-              // earlier hold or discarded grant, possibly with a release of it still in flight
-              // that would delete it under us. Never vouch for it again: release it, retry fresh.
-              await this.#releaseGrant(grant);
+              const known = rt.watermark.admit(key, grant.fencingToken) === 'seen';
+              const earliest = Math.min(sentAt, this.#earliestUnanswered(key) ?? sentAt);
+              const deadline = conservativeDeadline(earliest, grant.ttlMillis, rt.safetyMarginMillis);
+              if (!known && deadline > rt.clock.now()) {
+                this.#unanswered.delete(key); // the token is known now: a later return of it is `known`
+                pendingDeadline = deadline;
+                return 'keep';
+              }
+              // A token we already knew (an earlier hold or a discarded grant, perhaps with its
+              // release still in flight), or one too old to vouch for: give it back, retry fresh.
+              if (await this.#releaseGrant(grant)) this.#unanswered.delete(key);
               return 'discard';
             },
+            unanswered: (sentAt) => {
+              if (!this.#unanswered.has(key)) this.#unanswered.set(key, sentAt);
+            },
+            heldByOther: () => this.#unanswered.delete(key),
             abandon: (grant) => void this.#releaseGrant(grant),
           });
           if (!result.granted) {
             outcome = 'not_granted';
             return null;
           }
-          const handle = await this.#adopt(key, result.grant, result.sentAt);
-          outcome = handle === null ? 'not_granted' : 'granted';
-          if (handle !== null) span.setAttribute('lock.fencing_token', handle.fencingToken);
+          const handle = this.#adopt(key, result.grant, pendingDeadline);
+          outcome = 'granted';
+          span.setAttribute('lock.fencing_token', handle.fencingToken);
           return handle;
         } finally {
           span.setAttribute('lock.attempts', progress.attempts);
@@ -300,30 +320,38 @@ export class LockSession {
     }
   }
 
-  /** Turn a grant into a held lock, or refuse it if we can no longer vouch for it. */
-  async #adopt(key: string, grant: LockGrant, sentAt: number): Promise<LockHandle | null> {
-    const rt = this.#rt;
+  /** Turn a vetted grant into a held lock with its conservative deadline. */
+  #adopt(key: string, grant: LockGrant, expiresAt: number): LockHandle {
     this.#assertUsable(); // a grant that arrives after the session died vouches for nothing
-    const expiresAt = conservativeDeadline(sentAt, grant.ttlMillis, rt.safetyMarginMillis);
-    if (expiresAt <= rt.clock.now()) {
-      // The answer took so long that the conservative deadline has passed: give it back.
-      await this.#releaseGrant(grant);
-      return null;
-    }
-    const held = new HeldLock(key, grant.fencingToken, grant.ttlMillis, expiresAt, rt.clock);
+    const held = new HeldLock(key, grant.fencingToken, grant.ttlMillis, expiresAt, this.#rt.clock);
     this.#held.set(key, held);
     return held.handle;
   }
 
-  /** Give back a grant no handle vouches for (L6, compare-and-delete); failures only log. */
-  async #releaseGrant(grant: LockGrant): Promise<void> {
+  /** An unanswered L4 older than the longest lock TTL cannot have left a live grant. */
+  #earliestUnanswered(key: string): number | undefined {
+    const at = this.#unanswered.get(key);
+    if (at !== undefined && this.#rt.clock.now() - at > MAX_LOCK_TTL_MILLIS) {
+      this.#unanswered.delete(key);
+      return undefined;
+    }
+    return at;
+  }
+
+  /**
+   * Give back a grant no handle vouches for (L6, compare-and-delete). True when
+   * the server confirmed the lock is gone; failures only log (it expires by TTL).
+   */
+  async #releaseGrant(grant: LockGrant): Promise<boolean> {
     const { clock, random, api, logger } = this.#rt;
     try {
-      await retryTransient(clock, random, SHORT_BUDGET, 'the release', (timeout) =>
+      const answer = await retryTransient(clock, random, SHORT_BUDGET, 'the release', (timeout) =>
         api.release(grant.key, { sessionId: this.sessionId, fencingToken: grant.fencingToken }, timeout),
       );
+      return answer.ok || answer.code === 'LOCK_LOST';
     } catch (error) {
       logger.warn({ key: grant.key, sessionId: this.sessionId, err: error }, 'could not give back a grant; it expires by TTL');
+      return false;
     }
   }
 

@@ -17,7 +17,8 @@ export interface TransientBudget {
   maxAttempts: number;
 }
 
-export const SHORT_BUDGET: TransientBudget = { totalMillis: 3_000, maxAttempts: 5 };
+/** The same 10 s as an acquire's default budget: a loaded server can take seconds to answer. */
+export const SHORT_BUDGET: TransientBudget = { totalMillis: 10_000, maxAttempts: 5 };
 
 export async function retryTransient<T>(
   clock: Clock,

@@ -162,6 +162,51 @@ describe('acquire answers (criterion 3)', () => {
     expect(handle!.expiresAt).toBeLessThanOrEqual(firstSend + 30_000);
   });
 
+  describe('an existing grant from an earlier call whose answer was lost', () => {
+    /** Call 1 is granted (ttl 3 s) by the server, but its answer is lost and it gives up. */
+    async function lostFirstGrant() {
+      const world = fakeWorld(13);
+      let dropNext = true;
+      const client = world.client({
+        network: {
+          fault: (request) => {
+            if (dropNext && request.path.endsWith('/acquire')) {
+              dropNext = false;
+              return 'drop_response';
+            }
+            return 'none';
+          },
+        },
+      });
+      const session = await world.run(client.openSession({ ttlMillis: 60_000 }));
+      const first = session.acquire('k', { ttlMillis: 3_000, policy: { totalBudgetMillis: 1_000 } });
+      await expect(world.run(first)).rejects.toBeInstanceOf(TransportError);
+      const grantedAt = world.server.calls.find((c) => c.route === 'L4')!.at;
+      const lost = world.server.holder('k')!;
+      expect(lost.sessionId).toBe(session.sessionId);
+      return { world, session, grantedAt, lost };
+    }
+
+    it('is measured from that call’s send time, not this one’s', async () => {
+      const { world, session, grantedAt, lost } = await lostFirstGrant();
+      await world.clock.advanceTo(grantedAt + 2_000); // the old grant lives until grantedAt + 3,000
+      const handle = await world.run(session.acquire('k', { ttlMillis: 3_000 }));
+      expect(handle!.fencingToken).toBe(lost.token);
+      expect(handle!.expiresAt).toBe(grantedAt + 3_000 - 500);
+      expect(world.server.count('L6')).toBe(0);
+    });
+
+    it('is given back, and a fresh token taken, when that deadline has passed', async () => {
+      const { world, session, grantedAt, lost } = await lostFirstGrant();
+      await world.clock.advanceTo(grantedAt + 2_700); // alive on the server, past our deadline
+      const handle = await world.run(session.acquire('k', { ttlMillis: 3_000 }));
+      expect(handle!.fencingToken).not.toBe(lost.token);
+      expect(world.server.calls.filter((c) => c.route === 'L6').map((c) => c.body.fencingToken)).toEqual([lost.token]);
+      expect(world.server.holder('k')!.token).toBe(handle!.fencingToken);
+      expect(handle!.expiresAt).toBeGreaterThan(world.clock.now());
+    });
+  });
+
   it('a server that never answers: TransportError after the budget, not a hang', async () => {
     const world = fakeWorld(12);
     const client = world.client({
