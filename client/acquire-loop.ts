@@ -67,12 +67,7 @@ export interface AcquireLoopParams {
   abandon(grant: LockGrant): void;
 }
 
-/**
- * `sentAt` is the send time to measure the grant's conservative deadline from:
- * the earliest attempt whose answer never arrived (the server may have granted
- * then and the retry got that existing grant back), else the granting attempt.
- */
-export type AcquireLoopResult = { granted: true; grant: LockGrant; sentAt: number } | { granted: false };
+export type AcquireLoopResult = { granted: true; grant: LockGrant } | { granted: false };
 
 export async function runAcquireLoop(p: AcquireLoopParams): Promise<AcquireLoopResult> {
   const { clock, policy, deadline, signal } = p;
@@ -116,7 +111,7 @@ export async function runAcquireLoop(p: AcquireLoopParams): Promise<AcquireLoopR
     p.rtt.observe(clock.now() - sentAt);
     if (answer.ok) {
       if ((await p.vet(answer.value, earliestUnanswered ?? sentAt)) === 'keep') {
-        return { granted: true, grant: answer.value, sentAt: earliestUnanswered ?? sentAt };
+        return { granted: true, grant: answer.value };
       }
       delay = p.backoff.delay(attempt - 1);
       exhausted = () => ({ granted: false });

@@ -94,7 +94,18 @@ export async function runSchedule(seed: number): Promise<ScheduleReport> {
         live.delete(entry);
       };
       try {
-        if (rng() < 0.5) {
+        const mode = rng();
+        if (mode < 0.2) {
+          // Both keys, in whatever order: acquireAll takes them canonically, all or nothing.
+          const handles = await session.acquireAll(rng() < 0.5 ? [...SIM_KEYS] : [...SIM_KEYS].reverse(), {
+            ttlMillis,
+            policy,
+          });
+          if (handles) {
+            await Promise.all(handles.map((handle) => work(handle)));
+            await session.releaseAll(handles);
+          }
+        } else if (mode < 0.6) {
           await session.withLock(key, work, { ttlMillis, policy });
         } else {
           const handle = await session.acquire(key, { ttlMillis, policy });
