@@ -44,6 +44,7 @@ export function createServerMetrics(backend: BackendName, options: { collectDefa
     for (const name of MISNAMED_DEFAULT_GAUGES) registry.removeSingleMetric(name);
   }
   const gaugeSources = new Map<string, () => number | Promise<number>>();
+  const readOnce = new Set<string>();
   const instruments = new Map<string, Counter<string> | Gauge<string> | Histogram<string>>();
   const withExemplars = new Set<string>();
 
@@ -69,7 +70,15 @@ export function createServerMetrics(backend: BackendName, options: { collectDefa
         ...common,
         async collect() {
           const read = gaugeSources.get(key);
-          if (read) this.set({ backend }, await read());
+          if (!read) return;
+          // A scrape must not fail because a source did: keep the last figure, or NaN
+          // (a gap on the dashboard) if there never was one.
+          try {
+            this.set({ backend }, await read());
+            readOnce.add(key);
+          } catch {
+            if (!readOnce.has(key)) this.set({ backend }, Number.NaN);
+          }
         },
       });
     }

@@ -15,7 +15,7 @@ import { createEventLog, type EventLog } from '../exporter/events.js';
 import { instrumentStore } from '../exporter/instrumented-store.js';
 import { renderMetrics } from '../exporter/render-metrics.js';
 import { createServerMetrics, type ServerMetrics } from '../exporter/server-metrics.js';
-import { singleFlight } from '../exporter/single-flight.js';
+import { refreshStoreGauges } from '../exporter/store-gauges.js';
 
 export interface StartOptions {
   /** Use this store instead of opening the configured one (tests wrap stores). */
@@ -42,10 +42,10 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
   const metrics = createServerMetrics(rawStore.backend);
   const events = createEventLog(rawStore.backend, options.logDestination ? { destination: options.logDestination } : {});
   const store = instrumentStore(rawStore, metrics);
-  // Store-true gauges: counted by the store at scrape time, one summary query per scrape.
-  const storeSummary = singleFlight(() => store.summary(Date.now()));
-  metrics.setGaugeSource('lockHeld', async () => (await storeSummary()).heldLocks);
-  metrics.setGaugeSource('lockSessionsActive', async () => (await storeSummary()).activeSessions);
+  // Store-true gauges, counted by the store in the background (exporter/store-gauges.ts).
+  const storeGauges = refreshStoreGauges(() => store.summary(Date.now()));
+  metrics.setGaugeSource('lockHeld', async () => (await storeGauges.latest()).heldLocks);
+  metrics.setGaugeSource('lockSessionsActive', async () => (await storeGauges.latest()).activeSessions);
 
   const service = new LockService(store, metrics, events, {
     ...(options.clock ? { clock: options.clock } : {}),
@@ -96,6 +96,7 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
         // Waiting acquires answer 503 NOT_LEADER at once so their callers retry elsewhere.
         shutdown.abort(new NotLeaderError('server is shutting down; retry'));
         await app.close();
+        storeGauges.stop();
         await sweeper.stop();
         await store.close();
       })();
