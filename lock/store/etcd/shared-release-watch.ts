@@ -68,10 +68,11 @@ export class SharedReleaseWatch implements WaitStrategy {
     if (watcher) await watcher.cancel().catch(() => undefined);
   }
 
+  /** Waiting calls (a wait registered under its key and its session counts once). */
   openWatchCount(): number {
-    let count = 0;
-    for (const set of this.waiters.values()) count += set.size;
-    return count;
+    const waits = new Set<Registration>();
+    for (const set of this.waiters.values()) for (const registration of set) waits.add(registration);
+    return waits.size;
   }
 
   /** For tests and readiness: whether the shared watch is live. */
