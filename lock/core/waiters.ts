@@ -72,8 +72,14 @@ export class WaiterRegistry {
     return n;
   }
 
+  /**
+   * Wakes the longest-waiting waiter on the key, not all of them: only one can
+   * win, and waking the herd would cost a failed store round trip each. The
+   * others still poll, so a woken waiter that dies cannot strand them.
+   */
   keyReleased(key: string): void {
-    for (const waiter of this.byKey.get(key) ?? []) waiter.notifyReleased();
+    const first = this.byKey.get(key)?.values().next();
+    if (first && !first.done) first.value.notifyReleased();
   }
 
   sessionEnded(sessionId: string): void {

@@ -59,4 +59,4 @@ test(`${SESSIONS} sessions × ${CYCLES} cycles over ${KEYS.length} keys: no reje
   expect(recorder.accepted).toBe(SESSIONS * CYCLES);
   expect(findTokenOrderViolations(grants)).toEqual([]);
   expect(findOverlaps(grants)).toEqual([]);
-}, 180_000);
+}, 600_000);

@@ -43,3 +43,16 @@ test('deadlock cycles in the wait-for graph', () => {
   registry.register('z', 'E', 'C'); // a second, three-session cycle
   expect(registry.deadlockCycles()).toBe(2);
 });
+
+test('a release wakes the longest-waiting waiter only', async () => {
+  const registry = new WaiterRegistry();
+  const first = registry.register('k', 's1', null);
+  const second = registry.register('k', 's2', null);
+  const [seenFirst, seenSecond] = [first.releasesSeen, second.releasesSeen];
+  registry.keyReleased('k');
+  expect(first.releasesSeen).toBe(seenFirst + 1);
+  expect(second.releasesSeen).toBe(seenSecond);
+  registry.unregister(first);
+  registry.keyReleased('k');
+  expect(second.releasesSeen).toBe(seenSecond + 1);
+});
