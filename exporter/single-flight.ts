@@ -1,7 +1,6 @@
 /**
- * Shares one in-flight call among concurrent callers. A scrape collects
- * `lock_held` and `lock_sessions_active` together; both read the same store
- * summary, so a scrape costs one store round trip, not one per gauge.
+ * Shares one in-flight call among concurrent callers: a background refresh and
+ * the first scrape after start-up never run two store counts at once.
  */
 export function singleFlight<T>(run: () => Promise<T>): () => Promise<T> {
   let inFlight: Promise<T> | undefined;
