@@ -1,0 +1,39 @@
+/** What the load worker is asked to do, and what it answers. Plain data: it crosses a thread boundary. */
+
+export interface TimingWindow {
+  /** Cycles completing in the warm-up are not counted (JIT, connection set-up). */
+  warmupSeconds: number;
+  seconds: number;
+}
+
+export type KeyPattern =
+  /** Each worker its own key: every acquire is uncontended. */
+  | { kind: 'own' }
+  /** Worker i uses key i mod `hotKeys`: acquires contend and wait server-side. */
+  | { kind: 'hot'; hotKeys: number; waitMillis: number };
+
+export type HttpClientKind = 'lean' | 'node';
+
+export type LoadTarget =
+  /** Holdfast over HTTP. */
+  | { target: 'http'; url: string; keys: KeyPattern; client: HttpClientKind }
+  /** The raw backend from a `pg` pool; `coalesce` = the multi-row prototype. */
+  | { target: 'raw'; databaseUrl: string; coalesce: boolean }
+  /** Holdfast's SQL store called in-thread, no HTTP, no core: the SQL's own cost. */
+  | { target: 'store'; databaseUrl: string };
+
+export type LoadTask = LoadTarget & TimingWindow & { concurrency: number; keyPrefix: string };
+
+export type WorkerMessage =
+  | { type: 'measuring' }
+  | { type: 'measured' }
+  | {
+      type: 'result';
+      /** Acquire start → release answered, for cycles completing inside the measured window. */
+      latenciesMillis: number[];
+      /** Non-success answers by `status code`, counted over the whole run. */
+      errors: Record<string, number>;
+      /** Coalesced cells: mean rows per statement. */
+      meanBatchSize?: number;
+    }
+  | { type: 'failed'; message: string };

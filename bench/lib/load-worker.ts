@@ -1,0 +1,207 @@
+/**
+ * The load generator, run in a worker thread so its event loop is not the
+ * Holdfast server's: the server under test runs in the main thread, as it
+ * would in its own process, and the client's work does not queue behind it.
+ *
+ * Every worker loops acquire → release until the window closes; a cycle is
+ * counted when it completes inside the measured window.
+ */
+import { randomUUID } from 'node:crypto';
+import { parentPort, workerData } from 'node:worker_threads';
+import pg from 'pg';
+import { PgDatabase } from '../../lock/store/sql/pg-database.js';
+import { SqlLockStore } from '../../lock/store/sql/sql-store.js';
+import { JsonHttpClient, type JsonResponse } from './http-json.js';
+import { LeanHttpConnection } from './lean-http.js';
+import type { LoadTask, WorkerMessage } from './load-task.js';
+import { CoalescingRawBackend, rawCycle } from './raw-backend.js';
+
+const SESSION_TTL_MILLIS = 60_000;
+const HEARTBEAT_EVERY_MILLIS = 20_000;
+const LOCK_TTL_MILLIS = 30_000;
+
+type Task<T extends LoadTask['target']> = Extract<LoadTask, { target: T }>;
+
+interface Requester {
+  request(method: 'POST' | 'DELETE', path: string, body?: unknown): Promise<JsonResponse>;
+}
+
+const send = (message: WorkerMessage) => parentPort!.postMessage(message);
+
+class Window {
+  readonly measureFrom: number;
+  readonly stopAt: number;
+  readonly latencies: number[] = [];
+  readonly errors: Record<string, number> = {};
+
+  constructor(task: LoadTask) {
+    this.measureFrom = performance.now() + task.warmupSeconds * 1000;
+    this.stopAt = this.measureFrom + task.seconds * 1000;
+    setTimeout(() => send({ type: 'measuring' }), task.warmupSeconds * 1000);
+    setTimeout(() => send({ type: 'measured' }), (task.warmupSeconds + task.seconds) * 1000);
+  }
+
+  get open(): boolean {
+    return performance.now() < this.stopAt;
+  }
+
+  record(startedAt: number): void {
+    const endedAt = performance.now();
+    if (endedAt >= this.measureFrom && endedAt <= this.stopAt) this.latencies.push(endedAt - startedAt);
+  }
+
+  error(label: string): void {
+    this.errors[label] = (this.errors[label] ?? 0) + 1;
+  }
+}
+
+/** Runs `concurrency` copies of `cycle` until the window closes. */
+async function loop(task: LoadTask, window: Window, cycle: (index: number) => Promise<boolean>, failure: string): Promise<void> {
+  await Promise.all(
+    Array.from({ length: task.concurrency }, async (_, index) => {
+      while (window.open) {
+        const startedAt = performance.now();
+        if (await cycle(index)) window.record(startedAt);
+        else window.error(failure);
+      }
+    }),
+  );
+}
+
+function failureOf(response: JsonResponse): string {
+  const code = (response.body as { error?: { code?: string } } | undefined)?.error?.code ?? 'unknown';
+  return `${response.status} ${code}`;
+}
+
+/** One kept-alive connection per worker: lean sockets, or a node:http agent with that many sockets. */
+async function openRequesters(task: Task<'http'>): Promise<{ requesters: Requester[]; close(): void }> {
+  if (task.client === 'node') {
+    const client = new JsonHttpClient(task.url, task.concurrency);
+    return { requesters: Array.from({ length: task.concurrency }, () => client), close: () => client.close() };
+  }
+  const connections = await Promise.all(Array.from({ length: task.concurrency }, () => LeanHttpConnection.open(task.url)));
+  return { requesters: connections, close: () => connections.forEach((c) => c.close()) };
+}
+
+async function runHttp(task: Task<'http'>): Promise<Window> {
+  const { requesters, close } = await openRequesters(task);
+  // Sessions open before the window starts, so session set-up is never timed.
+  const sessions: string[] = [];
+  for (const [i, requester] of requesters.entries()) {
+    const opened = await requester.request('POST', '/v1/sessions', { ttlMillis: SESSION_TTL_MILLIS, owner: `bench-${i}` });
+    if (opened.status !== 201) throw new Error(`opening a session: ${failureOf(opened)}`);
+    sessions.push((opened.body as { sessionId: string }).sessionId);
+  }
+  // Cells normally end long before the TTL; this keeps a long BENCH_SECONDS honest.
+  const heartbeats = new JsonHttpClient(task.url, 1);
+  const heartbeat = setInterval(() => {
+    for (const id of sessions) void heartbeats.request('POST', `/v1/sessions/${id}/heartbeat`, {}).catch(() => {});
+  }, HEARTBEAT_EVERY_MILLIS);
+
+  const window = new Window(task);
+  const keyOf = (index: number) =>
+    encodeURIComponent(task.keys.kind === 'own' ? `${task.keyPrefix}own-${index}` : `${task.keyPrefix}hot-${index % task.keys.hotKeys}`);
+  const waitMillis = task.keys.kind === 'hot' ? { waitMillis: task.keys.waitMillis } : {};
+  try {
+    await Promise.all(
+      requesters.map(async (requester, index) => {
+        const sessionId = sessions[index]!;
+        const key = keyOf(index);
+        while (window.open) {
+          const startedAt = performance.now();
+          const acquired = await requester.request('POST', `/v1/locks/${key}/acquire`, { sessionId, ttlMillis: LOCK_TTL_MILLIS, ...waitMillis });
+          if (acquired.status !== 200) {
+            window.error(`acquire ${failureOf(acquired)}`);
+            continue;
+          }
+          const fencingToken = (acquired.body as { fencingToken: string }).fencingToken;
+          const released = await requester.request('POST', `/v1/locks/${key}/release`, { sessionId, fencingToken });
+          if (released.status !== 200) {
+            window.error(`release ${failureOf(released)}`);
+            continue;
+          }
+          window.record(startedAt);
+        }
+      }),
+    );
+  } finally {
+    clearInterval(heartbeat);
+    await Promise.all(sessions.map((id, i) => requesters[i]!.request('DELETE', `/v1/sessions/${id}`).catch(() => undefined)));
+    heartbeats.close();
+    close();
+  }
+  return window;
+}
+
+async function runRaw(task: Task<'raw'>): Promise<{ window: Window; meanBatchSize?: number }> {
+  // A pool of the same size as the concurrency, as Holdfast's store gets.
+  const pool = new pg.Pool({ connectionString: task.databaseUrl, max: task.concurrency });
+  // Connections open before the window starts, as the HTTP server's pool is warm by then too.
+  const clients = await Promise.all(Array.from({ length: task.concurrency }, () => pool.connect()));
+  for (const client of clients) client.release();
+  const sessions = Array.from({ length: task.concurrency }, () => randomUUID());
+  const coalescing = task.coalesce ? new CoalescingRawBackend(pool, task.concurrency) : null;
+
+  const window = new Window(task);
+  try {
+    await loop(
+      task,
+      window,
+      (index) =>
+        coalescing
+          ? coalescing.cycle(`${task.keyPrefix}own-${index}`, sessions[index]!)
+          : rawCycle(pool, `${task.keyPrefix}own-${index}`, sessions[index]!),
+      'raw cycle found its key taken or its token gone',
+    );
+  } finally {
+    await pool.end();
+  }
+  return { window, ...(coalescing ? { meanBatchSize: coalescing.meanBatchSize() } : {}) };
+}
+
+async function runStore(task: Task<'store'>): Promise<Window> {
+  const store = new SqlLockStore(new PgDatabase(task.databaseUrl, task.concurrency), 'postgres');
+  await store.init();
+  const sessions = await Promise.all(
+    Array.from({ length: task.concurrency }, (_, i) => {
+      const now = Date.now();
+      return store.openSession({
+        sessionId: randomUUID(),
+        owner: `bench-${i}`,
+        ttlMillis: 600_000,
+        createdAt: now,
+        lastHeartbeatAt: now,
+        expiresAt: now + 600_000,
+      });
+    }),
+  );
+  const window = new Window(task);
+  try {
+    await loop(
+      task,
+      window,
+      async (index) => {
+        const key = `${task.keyPrefix}own-${index}`;
+        const acquired = await store.tryAcquire({ key, sessionId: sessions[index]!.sessionId, ttlMillis: LOCK_TTL_MILLIS, now: Date.now() });
+        if (acquired.kind !== 'granted') return false;
+        return (await store.release({ key, fencingToken: acquired.grant.fencingToken, now: Date.now() })) !== null;
+      },
+      'store cycle was not granted or not released',
+    );
+  } finally {
+    await store.close();
+  }
+  return window;
+}
+
+try {
+  const task = workerData as LoadTask;
+  let window: Window;
+  let meanBatchSize: number | undefined;
+  if (task.target === 'http') window = await runHttp(task);
+  else if (task.target === 'store') window = await runStore(task);
+  else ({ window, meanBatchSize } = await runRaw(task));
+  send({ type: 'result', latenciesMillis: window.latencies, errors: window.errors, ...(meanBatchSize !== undefined ? { meanBatchSize } : {}) });
+} catch (error) {
+  send({ type: 'failed', message: error instanceof Error ? (error.stack ?? error.message) : String(error) });
+}

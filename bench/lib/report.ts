@@ -1,0 +1,131 @@
+/** Renders bench figures as markdown tables (printed and committed) and writes the result files. */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { LatencySummary } from './stats.js';
+
+/**
+ * raw-postgres: INSERT … ON CONFLICT DO NOTHING RETURNING + DELETE from a pg pool.
+ * raw-coalesced: the same rows through the multi-row batching prototype.
+ * store-postgres: Holdfast's SqlLockStore called directly (its SQL, no HTTP, no core).
+ * http-postgres / http-embedded: the full product over HTTP.
+ */
+export type PathName = 'raw-postgres' | 'raw-coalesced' | 'store-postgres' | 'http-postgres' | 'http-embedded';
+
+export interface CellResult extends LatencySummary {
+  path: PathName;
+  concurrency: number;
+  /** Failed cycles by answer, e.g. `acquire 409 LOCK_CONTENDED`. */
+  errors: Record<string, number>;
+  /**
+   * CPU ms per counted cycle: the main thread (the Holdfast server, and PGlite on the
+   * embedded store; idle on raw cells), the rest of this process (the load worker
+   * thread, GC and libuv helpers), and the PostgreSQL cluster (postmaster + backends).
+   */
+  cpuMillisPerCycle: { serverThread: number; otherThreads: number; postgres: number | null };
+  loadAverage1m: number;
+  /** raw-coalesced only: mean rows per statement. */
+  meanBatchSize?: number;
+}
+
+export interface Ratio {
+  concurrency: number;
+  httpPostgres: number;
+  rawPostgres: number;
+  /** Diagnostic rows, when measured: the store's SQL alone, and the coalescing prototype, each ÷ raw. */
+  storeOverRaw: number | null;
+  coalescedOverRaw: number | null;
+  /** HTTP-postgres cycles/s ÷ raw-postgres cycles/s. */
+  throughputRatio: number;
+  /** Raw CPU ms/cycle ÷ HTTP-postgres CPU ms/cycle (all threads + postgres): the ratio a CPU-bound machine tends to. */
+  cpuCostRatio: number;
+}
+
+const fixed = (value: number | null, digits: number) => (value === null || Number.isNaN(value) ? '—' : value.toFixed(digits));
+
+function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
+  return [line(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.map(line)].join('\n');
+}
+
+function errorText(errors: Record<string, number>): string {
+  const entries = Object.entries(errors);
+  return entries.length === 0 ? '0' : entries.map(([what, n]) => `${n}× ${what}`).join('; ');
+}
+
+export function cellTable(cells: CellResult[]): string {
+  return table(
+    ['c', 'path', 'cycles/s', 'p50 ms', 'p99 ms', 'cycles', 'failed', 'CPU ms/cycle: server thread', 'load worker + other', 'postgres', 'load 1m'],
+    cells.map((c) => [
+      String(c.concurrency),
+      c.path,
+      fixed(c.cyclesPerSecond, 0),
+      fixed(c.p50Millis, 2),
+      fixed(c.p99Millis, 2),
+      String(c.cycles),
+      errorText(c.errors) + (c.meanBatchSize !== undefined ? ` (${c.meanBatchSize.toFixed(1)} rows/statement)` : ''),
+      fixed(c.cpuMillisPerCycle.serverThread, 3),
+      fixed(c.cpuMillisPerCycle.otherThreads, 3),
+      fixed(c.cpuMillisPerCycle.postgres, 3),
+      fixed(c.loadAverage1m, 2),
+    ]),
+  );
+}
+
+export function ratioTable(ratios: Ratio[]): string {
+  return table(
+    ['c', 'HTTP-postgres cycles/s', 'raw-postgres cycles/s', 'ratio HTTP/raw', 'CPU-cost ratio raw/HTTP', 'store direct / raw', 'raw coalesced / raw'],
+    ratios.map((r) => [
+      String(r.concurrency),
+      fixed(r.httpPostgres, 0),
+      fixed(r.rawPostgres, 0),
+      `${fixed(r.throughputRatio, 2)}×`,
+      `${fixed(r.cpuCostRatio, 2)}×`,
+      r.storeOverRaw === null ? '—' : `${fixed(r.storeOverRaw, 2)}×`,
+      r.coalescedOverRaw === null ? '—' : `${fixed(r.coalescedOverRaw, 2)}×`,
+    ]),
+  );
+}
+
+export function ratios(cells: CellResult[]): Ratio[] {
+  const byConcurrency = new Map<number, Partial<Record<PathName, CellResult>>>();
+  for (const cell of cells) byConcurrency.set(cell.concurrency, { ...byConcurrency.get(cell.concurrency), [cell.path]: cell });
+  const totalCpu = (c: CellResult) =>
+    c.cpuMillisPerCycle.serverThread + c.cpuMillisPerCycle.otherThreads + (c.cpuMillisPerCycle.postgres ?? 0);
+  return [...byConcurrency.entries()].flatMap(([concurrency, paths]) => {
+    const http = paths['http-postgres'];
+    const raw = paths['raw-postgres'];
+    if (!http || !raw) return [];
+    const over = (cell: CellResult | undefined) => (cell ? cell.cyclesPerSecond / raw.cyclesPerSecond : null);
+    return [
+      {
+        concurrency,
+        httpPostgres: http.cyclesPerSecond,
+        rawPostgres: raw.cyclesPerSecond,
+        storeOverRaw: over(paths['store-postgres']),
+        coalescedOverRaw: over(paths['raw-coalesced']),
+        throughputRatio: http.cyclesPerSecond / raw.cyclesPerSecond,
+        cpuCostRatio: totalCpu(raw) / totalCpu(http),
+      },
+    ];
+  });
+}
+
+export function writeJson(file: string, value: unknown): void {
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, `${JSON.stringify(value, null, 2)}\n`);
+}
+
+const START = '<!-- bench:results:start (written by `npm run bench`; edit outside these markers) -->';
+const END = '<!-- bench:results:end -->';
+
+/** Replaces the generated section of a markdown file, keeping the hand-written text around it. */
+export function writeMarkdownSection(file: string, title: string, generated: string): void {
+  const section = `${START}\n${generated.trim()}\n${END}`;
+  let text = existsSync(file) ? readFileSync(file, 'utf8') : `# ${title}\n\n${START}\n${END}\n`;
+  const from = text.indexOf(START);
+  const to = text.indexOf(END);
+  text = from >= 0 && to > from ? text.slice(0, from) + section + text.slice(to + END.length) : `${text.trimEnd()}\n\n${section}\n`;
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, text);
+}

@@ -1,0 +1,56 @@
+/**
+ * Holdfast servers in this process for the bench, on loopback port 0, with the
+ * product's defaults except where the bench must choose (store, pool size).
+ * Event log lines are serialised as in production and then dropped, so the
+ * bench neither floods stdout nor skips the logging cost.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../../lock/config.js';
+import { startHoldfastServer, type RunningServer } from '../../lock/holdfast-server.js';
+
+export interface BenchServer {
+  url: string;
+  stop(): Promise<void>;
+}
+
+const discard = { write: (_line: string) => {} };
+
+async function start(env: Record<string, string>, cleanup: () => void): Promise<BenchServer> {
+  let running: RunningServer;
+  try {
+    running = await startHoldfastServer(loadConfig({ HOLDFAST_PORT: '0', HOLDFAST_HOST: '127.0.0.1', ...env }), {
+      logDestination: discard,
+    });
+  } catch (error) {
+    cleanup();
+    throw error;
+  }
+  return {
+    url: running.url,
+    async stop() {
+      try {
+        await running.stop();
+      } finally {
+        cleanup();
+      }
+    },
+  };
+}
+
+/** The postgres store with a `pg` pool of `poolSize` connections. */
+export function startPostgresServer(databaseUrl: string, poolSize: number): Promise<BenchServer> {
+  return start(
+    { HOLDFAST_STORE: 'postgres', DATABASE_URL: databaseUrl, HOLDFAST_PG_POOL_SIZE: String(poolSize) },
+    () => {},
+  );
+}
+
+/** The embedded store (file-backed PGlite) in a fresh temporary data dir, removed on stop. */
+export function startEmbeddedServer(): Promise<BenchServer> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'holdfast-bench-'));
+  return start({ HOLDFAST_STORE: 'embedded', HOLDFAST_DATA_DIR: dataDir }, () =>
+    rmSync(dataDir, { recursive: true, force: true }),
+  );
+}

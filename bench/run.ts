@@ -1,0 +1,225 @@
+/**
+ * `npm run bench` — issue 2, criterion 13: acquire+release cycles per second
+ * through Holdfast's HTTP surface at concurrency 1, 16 and 64, with p50/p99
+ * cycle latency, on the `postgres` and `embedded` stores, beside the raw
+ * backend doing the same work directly (INSERT … ON CONFLICT DO NOTHING
+ * RETURNING + DELETE from a `pg` pool as large as the concurrency) against the
+ * same throwaway PostgreSQL, in the same run.
+ *
+ * Main table: every worker has its own session and its own key, so no cycle
+ * contends. Two diagnostic rows per concurrency split the gap: Holdfast's SQL
+ * store called directly (no HTTP), and the raw work through a multi-row
+ * coalescing prototype (bench/lib/statement-batcher.ts). Second table:
+ * workers share a few hot keys and wait server-side.
+ *
+ * Bounded: each cell runs BENCH_WARMUP_SECONDS (default 1) + BENCH_SECONDS
+ * (default 5); loopback only. Knobs: BENCH_SECONDS, BENCH_WARMUP_SECONDS,
+ * BENCH_CONCURRENCY (default "1,16,64"), BENCH_HOT_KEYS (default 4; 0 skips
+ * the contended table), BENCH_WAIT_MILLIS (default 5000), BENCH_HTTP_CLIENT
+ * (`lean`, default: a minimal keep-alive HTTP/1.1 client; `node`: node:http with
+ * a keep-alive agent), BENCH_DIAGNOSTICS (default 1; 0 skips the store-direct
+ * and coalescing-prototype rows).
+ *
+ * Writes bench/results/foundation-<date>.json and the generated section of
+ * bench/results/foundation.md.
+ */
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { startPostgres } from '../test/support/postgres.js';
+import type { HttpClientKind, KeyPattern, LoadTarget, LoadTask } from './lib/load-task.js';
+import { createRawSchema } from './lib/raw-backend.js';
+import {
+  cellTable,
+  ratios,
+  ratioTable,
+  writeJson,
+  writeMarkdownSection,
+  type CellResult,
+  type PathName,
+} from './lib/report.js';
+import { runLoad } from './lib/run-load.js';
+import { startEmbeddedServer, startPostgresServer, type BenchServer } from './lib/servers.js';
+import { summarise } from './lib/stats.js';
+
+function positiveNumber(name: string, fallback: number, allowZero = false): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0 || (!allowZero && value === 0)) throw new Error(`${name} must be a positive number, got ${raw}`);
+  return value;
+}
+
+const SECONDS = positiveNumber('BENCH_SECONDS', 5);
+const WARMUP_SECONDS = positiveNumber('BENCH_WARMUP_SECONDS', 1, true);
+const CONCURRENCIES = (process.env.BENCH_CONCURRENCY ?? '1,16,64').split(',').map((part) => {
+  const value = Number(part.trim());
+  if (!Number.isInteger(value) || value < 1 || value > 256) throw new Error(`BENCH_CONCURRENCY: bad value ${part}`);
+  return value;
+});
+const HOT_KEYS = positiveNumber('BENCH_HOT_KEYS', 4, true);
+const WAIT_MILLIS = positiveNumber('BENCH_WAIT_MILLIS', 5000);
+const HTTP_CLIENT = (process.env.BENCH_HTTP_CLIENT ?? 'lean') as HttpClientKind;
+if (HTTP_CLIENT !== 'lean' && HTTP_CLIENT !== 'node') throw new Error(`BENCH_HTTP_CLIENT must be lean or node, got ${HTTP_CLIENT}`);
+const DIAGNOSTICS = process.env.BENCH_DIAGNOSTICS !== '0';
+
+const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));
+const loadAverage = () => os.loadavg().map((v) => Number(v.toFixed(2))) as [number, number, number];
+
+let cellCount = 0;
+
+async function measure(path: PathName, concurrency: number, task: LoadTask, postmasterPid: number | null): Promise<CellResult> {
+  const result = await runLoad(task, postmasterPid);
+  const summary = summarise(result.latenciesMillis, task.seconds);
+  const cell: CellResult = {
+    path,
+    concurrency,
+    ...summary,
+    errors: result.errors,
+    cpuMillisPerCycle: {
+      serverThread: result.cpu.mainThreadMillis / summary.cycles,
+      otherThreads: (result.cpu.nodeMillis - result.cpu.mainThreadMillis) / summary.cycles,
+      postgres: result.cpu.postgresMillis === null ? null : result.cpu.postgresMillis / summary.cycles,
+    },
+    loadAverage1m: os.loadavg()[0]!,
+    ...(result.meanBatchSize !== undefined ? { meanBatchSize: result.meanBatchSize } : {}),
+  };
+  const failed = Object.values(result.errors).reduce((a, b) => a + b, 0);
+  console.log(
+    `  c=${String(concurrency).padEnd(3)} ${path.padEnd(14)} ${cell.cyclesPerSecond.toFixed(0).padStart(6)} cycles/s  p50 ${cell.p50Millis.toFixed(2)} ms  p99 ${cell.p99Millis.toFixed(2)} ms  failed ${failed}`,
+  );
+  return cell;
+}
+
+function task(concurrency: number, target: LoadTarget): LoadTask {
+  // A fresh key space per cell: no cell inherits another's rows or dead tuples on its keys.
+  const keyPrefix = `bench-${++cellCount}-`;
+  return { ...target, concurrency, keyPrefix, warmupSeconds: WARMUP_SECONDS, seconds: SECONDS };
+}
+
+async function withServer<T>(start: () => Promise<BenchServer>, use: (server: BenchServer) => Promise<T>): Promise<T> {
+  const server = await start();
+  try {
+    return await use(server);
+  } finally {
+    await server.stop();
+  }
+}
+
+async function main(): Promise<void> {
+  const startedAt = new Date();
+  const loadAtStart = loadAverage();
+  const cpus = os.cpus();
+  console.log(`Holdfast foundation bench — ${startedAt.toISOString()}`);
+  console.log(`machine: ${cpus.length} × ${cpus[0]?.model ?? 'unknown CPU'}, node ${process.version}`);
+  console.log(`load average at start (1/5/15 min): ${loadAtStart.join(' / ')}  (shared machine: other engineers' tests distort figures)`);
+  console.log(`cells: ${WARMUP_SECONDS} s warm-up + ${SECONDS} s measured; concurrency ${CONCURRENCIES.join(', ')}`);
+
+  const postgres = await startPostgres();
+  const postmasterPid = Number(readFileSync(`${postgres.dataDir}/postmaster.pid`, 'utf8').split('\n')[0]);
+  const version = String((await postgres.sql(postgres.url, 'SHOW server_version')).rows[0]?.server_version);
+  const fsync = String((await postgres.sql(postgres.url, 'SHOW fsync')).rows[0]?.fsync);
+  console.log(`PostgreSQL ${version} (throwaway cluster, fsync=${fsync}) at ${postgres.url}`);
+
+  const uncontended: CellResult[] = [];
+  const contended: CellResult[] = [];
+  try {
+    const rawDatabase = await postgres.createDatabase();
+    await createRawSchema(rawDatabase);
+    await withServer(startEmbeddedServer, async (embedded) => {
+      console.log('\nUncontended: each worker has its own session and its own key.');
+      for (const c of CONCURRENCIES) {
+        uncontended.push(await measure('raw-postgres', c, task(c, { target: 'raw', databaseUrl: rawDatabase, coalesce: false }), postmasterPid));
+        if (DIAGNOSTICS) {
+          uncontended.push(await measure('raw-coalesced', c, task(c, { target: 'raw', databaseUrl: rawDatabase, coalesce: true }), postmasterPid));
+          const storeDatabase = await postgres.createDatabase();
+          uncontended.push(await measure('store-postgres', c, task(c, { target: 'store', databaseUrl: storeDatabase }), postmasterPid));
+        }
+        const own: KeyPattern = { kind: 'own' };
+        uncontended.push(
+          await withServer(
+            async () => startPostgresServer(await postgres.createDatabase(), c),
+            (server) => measure('http-postgres', c, task(c, { target: 'http', url: server.url, keys: own, client: HTTP_CLIENT }), postmasterPid),
+          ),
+        );
+        uncontended.push(await measure('http-embedded', c, task(c, { target: 'http', url: embedded.url, keys: own, client: HTTP_CLIENT }), null));
+      }
+
+      const contendedConcurrencies = HOT_KEYS > 0 ? CONCURRENCIES.filter((c) => c > HOT_KEYS) : [];
+      if (contendedConcurrencies.length > 0) {
+        console.log(`\nContended: worker i uses hot key i mod ${HOT_KEYS}, waiting server-side up to ${WAIT_MILLIS} ms.`);
+        const hot: KeyPattern = { kind: 'hot', hotKeys: HOT_KEYS, waitMillis: WAIT_MILLIS };
+        for (const c of contendedConcurrencies) {
+          contended.push(
+            await withServer(
+              async () => startPostgresServer(await postgres.createDatabase(), c),
+              (server) => measure('http-postgres', c, task(c, { target: 'http', url: server.url, keys: hot, client: HTTP_CLIENT }), postmasterPid),
+            ),
+          );
+          contended.push(await measure('http-embedded', c, task(c, { target: 'http', url: embedded.url, keys: hot, client: HTTP_CLIENT }), null));
+        }
+      }
+    });
+  } finally {
+    await postgres.stop();
+  }
+
+  const loadAtEnd = loadAverage();
+  const finishedAt = new Date();
+  const ratioRows = ratios(uncontended);
+
+  const sections = [
+    `### Uncontended — each worker its own session and its own key\n\n${cellTable(uncontended)}`,
+    `### HTTP-postgres ÷ raw-postgres\n\n${ratioTable(ratioRows)}`,
+    ...(contended.length > 0
+      ? [
+          `### Contended — worker i on hot key i mod ${HOT_KEYS}, server-side wait up to ${WAIT_MILLIS} ms (cycle includes the wait)\n\n${cellTable(contended)}`,
+        ]
+      : []),
+  ];
+  console.log(`\n${sections.join('\n\n')}\n`);
+  console.log(`load average at end (1/5/15 min): ${loadAtEnd.join(' / ')}`);
+
+  const date = startedAt.toISOString().slice(0, 10);
+  const jsonFile = `${RESULTS_DIR}foundation-${date}.json`;
+  writeJson(jsonFile, {
+    benchmark: 'foundation (issue 2, criterion 13)',
+    command: 'npm run bench',
+    startedAt: startedAt.toISOString(),
+    finishedAt: finishedAt.toISOString(),
+    settings: {
+      seconds: SECONDS,
+      warmupSeconds: WARMUP_SECONDS,
+      concurrencies: CONCURRENCIES,
+      hotKeys: HOT_KEYS,
+      waitMillis: WAIT_MILLIS,
+      httpClient: HTTP_CLIENT,
+      diagnostics: DIAGNOSTICS,
+    },
+    machine: { cpus: cpus.length, cpuModel: cpus[0]?.model, node: process.version, loadAverageStart: loadAtStart, loadAverageEnd: loadAtEnd },
+    postgres: { version, fsync },
+    uncontended,
+    ratios: ratioRows,
+    contended,
+  });
+
+  writeMarkdownSection(
+    `${RESULTS_DIR}foundation.md`,
+    'Foundation bench (issue 2, criterion 13)',
+    [
+      `## Latest run — ${startedAt.toISOString()}`,
+      '',
+      `Command: \`npm run bench\` (${WARMUP_SECONDS} s warm-up + ${SECONDS} s measured per cell). Raw JSON: \`bench/results/foundation-${date}.json\`.`,
+      '',
+      `Machine: ${cpus.length} × ${cpus[0]?.model ?? 'unknown CPU'}, node ${process.version}; PostgreSQL ${version}, throwaway cluster, fsync=${fsync}.`,
+      `**Load average (1/5/15 min): ${loadAtStart.join(' / ')} at start, ${loadAtEnd.join(' / ')} at end** — on ${cpus.length} cores shared with other engineers' test runs; cycles/s are depressed and noisy by that much. CPU ms per cycle are steadier than cycles/s but also rise on a busy machine (cache and scheduler effects), so compare rows of one run, not runs. *server thread* = this process's main thread (the Holdfast server; on the embedded store also PGlite, which runs on it); *load worker + other* = the load generator's worker thread plus GC/libuv helper threads (on raw and store cells the whole client side runs there: the \`pg\` pool, the batcher, the store); *postgres* = postmaster and all backends.`,
+      '',
+      `HTTP client: ${HTTP_CLIENT === 'lean' ? 'a minimal keep-alive HTTP/1.1 client, one socket per worker (bench/lib/lean-http.ts), so the load generator takes as little of the 2 cores as it can' : 'node:http with a keep-alive agent, one socket per worker'}. Raw and HTTP-postgres use the same PostgreSQL cluster (separate databases); each HTTP-postgres cell gets a fresh Holdfast server with HOLDFAST_PG_POOL_SIZE = c; the raw pool has c connections. *raw-coalesced* and *store-postgres* are diagnostic rows: the raw work through the multi-row batching prototype, and Holdfast's SQL store called directly without HTTP (see the design note below).`,
+      '',
+      ...sections.flatMap((s) => [s, '']),
+    ].join('\n'),
+  );
+  console.log(`wrote ${jsonFile} and ${RESULTS_DIR}foundation.md`);
+}
+
+await main();
