@@ -24,6 +24,28 @@ export interface PostgresCluster {
 
 let databases = 0;
 
+/** A handle on a cluster someone else started and will stop (the vitest global setup's). */
+export function attachPostgres(url: string): PostgresCluster {
+  const port = Number(new URL(url).port);
+  return { url, port, dataDir: '', createDatabase: () => createDatabase(url, port), sql: runSql, stop: async () => {} };
+}
+
+async function runSql(databaseUrl: string, statement: string, params: unknown[] = []): Promise<pg.QueryResult> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    return await client.query(statement, params);
+  } finally {
+    await client.end();
+  }
+}
+
+async function createDatabase(adminUrl: string, port: number): Promise<string> {
+  const name = `holdfast_${process.pid}_${++databases}_${Date.now().toString(36)}`;
+  await runSql(adminUrl, `CREATE DATABASE ${name}`);
+  return `postgres://postgres@127.0.0.1:${port}/${name}`;
+}
+
 export async function startPostgres(): Promise<PostgresCluster> {
   const root = mkdtempSync(path.join(tmpdir(), 'holdfast-pg-'));
   chmodSync(root, 0o755);
@@ -44,25 +66,12 @@ export async function startPostgres(): Promise<PostgresCluster> {
     'start',
   ]);
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
-  const sql = async (databaseUrl: string, statement: string, params: unknown[] = []) => {
-    const client = new pg.Client({ connectionString: databaseUrl });
-    await client.connect();
-    try {
-      return await client.query(statement, params);
-    } finally {
-      await client.end();
-    }
-  };
   return {
     url,
     port,
     dataDir,
-    async createDatabase() {
-      const name = `holdfast_${process.pid}_${++databases}`;
-      await sql(url, `CREATE DATABASE ${name}`);
-      return `postgres://postgres@127.0.0.1:${port}/${name}`;
-    },
-    sql,
+    createDatabase: () => createDatabase(url, port),
+    sql: runSql,
     async stop() {
       try {
         run('pg_ctl', ['-D', dataDir, '-m', 'immediate', '-w', 'stop']);

@@ -14,7 +14,7 @@ import { openStore } from '../../lock/store/open-store.js';
 import type { LockStore } from '../../lock/store/spi.js';
 import { PgliteDatabase } from '../../lock/store/sql/pglite-database.js';
 import { SqlLockStore } from '../../lock/store/sql/sql-store.js';
-import { startPostgres, type PostgresCluster } from './postgres.js';
+import { attachPostgres, startPostgres, type PostgresCluster } from './postgres.js';
 
 export type StoreName = 'embedded' | 'postgres' | 'etcd';
 
@@ -120,8 +120,13 @@ export async function startServer(options: StartServerOptions = {}): Promise<Tes
 
 let postgres: Promise<PostgresCluster> | undefined;
 
-/** One cluster per test process, databases per server; stopped when the process exits. */
+/**
+ * The run's PostgreSQL cluster (started by the vitest global setup), or — for
+ * scripts outside vitest — one of this process's own, stopped when it exits.
+ */
 export function sharedPostgres(): Promise<PostgresCluster> {
+  const url = process.env.HOLDFAST_TEST_PG_URL;
+  if (url) return Promise.resolve(attachPostgres(url));
   postgres ??= startPostgres().then((cluster) => {
     process.on('exit', () => {
       const asRoot = process.getuid?.() === 0;
