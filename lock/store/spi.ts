@@ -116,7 +116,7 @@ export interface LockStore {
   killSession(sessionId: string, now: number, audit: AuditDraft): Promise<KillSessionResult>;
   /** Sweeper: ends up to `limit` sessions whose TTL passed, releasing their locks. */
   expireSessions(now: number, limit: number): Promise<EndedSession[]>;
-  /** Sweeper: deletes up to `limit` locks whose TTL passed or whose session is gone. */
+  /** Sweeper: deletes up to `limit` locks whose own TTL passed (locks of ended sessions go with them). */
   expireLocks(now: number, limit: number): Promise<HeldLock[]>;
   listSessions(query: ListQuery, now: number): Promise<Page<SessionInfo>>;
 

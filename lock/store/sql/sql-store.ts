@@ -133,8 +133,10 @@ export class SqlLockStore implements LockStore {
   async expireLocks(now: number, limit: number): Promise<HeldLock[]> {
     const rows = await this.guard(() =>
       this.db.query(
+        // Only lapsed TTLs (an index range scan): locks of ended sessions go with their
+        // session in the same transaction, so there are no orphans to hunt for.
         `DELETE FROM holdfast_locks WHERE key IN (
-           SELECT l.key FROM holdfast_locks l WHERE NOT (${LIVE_LOCK('l', '$1')})
+           SELECT l.key FROM holdfast_locks l WHERE l.expires_at <= $1::bigint
            ORDER BY l.key LIMIT $2 FOR UPDATE SKIP LOCKED)
          RETURNING ${LOCK_COLUMNS}`,
         [now, limit],
