@@ -40,6 +40,7 @@ import { keyLayout, type KeyLayout } from './keys.js';
 import { grantLease, keepAliveOnce, keysOfLease, leaseTtlSeconds, revokeLease } from './leases.js';
 import { createRevisionIs, deletedResult, deleteOp, getOp, modRevisionIs, prefixRange, putOp, rangeResult } from './ops.js';
 import { PerCallReleaseWatch } from './per-call-release-watch.js';
+import { ReleaseBatcher } from './release-batcher.js';
 import {
   decodeLock,
   decodeSession,
@@ -88,6 +89,10 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
   private readonly sessions = new SessionCache();
   private client: Etcd3 | null = null;
   private waits: WaitStrategy | null = null;
+  private readonly releases = new ReleaseBatcher(
+    () => this.etcd(),
+    (attempt) => this.write(attempt),
+  );
 
   constructor(private readonly options: EtcdStoreOptions) {
     if (options.endpoints.length === 0) throw new Error('EtcdStore needs at least one endpoint');
@@ -359,12 +364,10 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
 
   async release(req: { key: string; fencingToken: FencingToken; now: number }): Promise<HeldLock | null> {
     const lockKey = this.keys.lock(req.key);
-    // Compare-and-delete on (key, token). Retried only on unavailability: a repeat of an applied
-    // delete finds the token gone and answers null (benign LOCK_LOST), never a second delete.
-    const response = await this.write(() =>
-      this.etcd().kv.txn({ compare: [createRevisionIs(lockKey, req.fencingToken)], success: [deleteOp(lockKey)], failure: [] }),
-    );
-    const deleted = response.succeeded ? deletedResult(response, 0) : undefined;
+    // Compare-and-delete on (key, token), sharing a round trip with concurrent releases. Retried
+    // only on unavailability: a repeat of an applied delete finds the token gone and answers null
+    // (benign LOCK_LOST), never a second delete.
+    const deleted = await this.releases.release(lockKey, req.fencingToken);
     if (!deleted) return null;
     const row = decodeLock(req.key, deleted);
     return row.lock.expiresAt > req.now ? row.lock : null;
