@@ -25,6 +25,7 @@ import type {
 } from '../spi.js';
 import type { Queryable, Row, SqlDatabase } from './queryable.js';
 import { migrate } from './schema.js';
+import { StatementBatcher } from './statement-batcher.js';
 
 const LOCK_COLUMNS = `key, session_id, owner, fencing_token::text AS fencing_token, ttl_millis, granted_at, expires_at`;
 const SESSION_COLUMNS = `session_id, owner, ttl_millis, created_at, last_heartbeat_at, expires_at`;
@@ -38,6 +39,10 @@ const NOT_LEADER_STATES = new Set(['25006', '57P01', '57P02', '57P03', '08000', 
 const NOT_LEADER_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT']);
 
 export class SqlLockStore implements LockStore {
+  private readonly releases = new StatementBatcher((batch: { key: string; fencingToken: FencingToken; now: number }[]) =>
+    this.releaseBatch(batch),
+  );
+
   constructor(
     private readonly db: SqlDatabase,
     readonly backend: BackendName,
@@ -200,16 +205,43 @@ export class SqlLockStore implements LockStore {
     return rows[0] ? toLock(rows[0]) : null;
   }
 
-  async release(req: { key: string; fencingToken: FencingToken; now: number }): Promise<HeldLock | null> {
-    const rows = await this.guard(() =>
-      this.db.query(
-        `DELETE FROM holdfast_locks l WHERE l.key = $1 AND l.fencing_token = $2::bigint
-         RETURNING ${LOCK_COLUMNS}, (${LIVE_LOCK('l', '$3')}) AS live`,
-        [req.key, req.fencingToken, req.now],
-      ),
-    );
+  /** Compare-and-delete on (key, token); concurrent releases share one statement. */
+  release(req: { key: string; fencingToken: FencingToken; now: number }): Promise<HeldLock | null> {
+    return this.releases.submit(req);
+  }
+
+  private async releaseBatch(batch: { key: string; fencingToken: FencingToken; now: number }[]): Promise<(HeldLock | null)[]> {
+    const rows =
+      batch.length === 1
+        ? await this.guard(() =>
+            this.db.query(
+              `DELETE FROM holdfast_locks l WHERE l.key = $1 AND l.fencing_token = $2::bigint
+               RETURNING ${LOCK_COLUMNS}, (${LIVE_LOCK('l', '$3::bigint')}) AS live`,
+              [batch[0]!.key, batch[0]!.fencingToken, batch[0]!.now],
+            ),
+          )
+        : await this.guard(() =>
+            // Rows are locked in key order (the sort sits below the row locks), like every multi-row writer.
+            this.db.query(
+              `WITH r AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS r(key, token, now)),
+               target AS (
+                 SELECT l.key FROM holdfast_locks l JOIN r ON l.key = r.key AND l.fencing_token = r.token
+                 ORDER BY l.key FOR UPDATE OF l)
+               DELETE FROM holdfast_locks l USING r
+               WHERE l.key IN (SELECT key FROM target) AND l.key = r.key AND l.fencing_token = r.token
+               RETURNING ${LOCK_COLUMNS.replace('key,', 'l.key,').replace('fencing_token::text', 'l.fencing_token::text')},
+                 (${LIVE_LOCK('l', 'r.now')}) AS live`,
+              [batch.map((b) => b.key), batch.map((b) => b.fencingToken), batch.map((b) => b.now)],
+            ),
+          );
     // A grant that had already lapsed is gone whoever deletes the row: report it lost.
-    return rows[0] && rows[0].live ? toLock(rows[0]) : null;
+    const deleted = new Map(rows.map((row) => [`${String(row.key)}\u0000${String(row.fencing_token)}`, row]));
+    return batch.map((b) => {
+      const row = deleted.get(`${b.key}\u0000${b.fencingToken}`);
+      // A key released twice in one batch: only the first caller gets the deleted row.
+      if (row) deleted.delete(`${b.key}\u0000${b.fencingToken}`);
+      return row && row.live ? toLock(row) : null;
+    });
   }
 
   async readLock(key: string, now: number): Promise<HeldLock | null> {
