@@ -7,6 +7,7 @@ import { PgDatabase } from '../../lock/store/sql/pg-database.js';
 import { PgliteDatabase } from '../../lock/store/sql/pglite-database.js';
 import { SqlLockStore } from '../../lock/store/sql/sql-store.js';
 import type { SqlDatabase } from '../../lock/store/sql/queryable.js';
+import type { LockGrant } from '../../lock/records.js';
 import { sharedPostgres } from '../support/server.js';
 
 /** Counts statements reaching the database. */
@@ -41,7 +42,7 @@ describe.each(['postgres', 'embedded'] as const)('release batching on %s', (back
   test('32 releases in one turn: one statement; a stale token and a repeat fail alone', async () => {
     const now = Date.now();
     await store.openSession({ sessionId: 's1', owner: 'o', ttlMillis: 60000, createdAt: now, lastHeartbeatAt: now, expiresAt: now + 60000 });
-    const grants = [];
+    const grants: LockGrant[] = [];
     for (let i = 0; i < 32; i++) {
       const result = await store.tryAcquire({ key: `batch/${i}`, sessionId: 's1', ttlMillis: 30000, now });
       if (result.kind !== 'granted') throw new Error('not granted');
