@@ -25,6 +25,8 @@ export async function runServer(): Promise<void> {
     server
       .stop()
       .then(() => tracing?.shutdown())
+      // pino writes asynchronously: flush, or process.exit can drop the last event lines.
+      .then(() => new Promise<void>((resolve) => server.events.logger.flush(() => resolve())))
       .then(() => process.exit(0))
       .catch((error: Error) => {
         process.stderr.write(`holdfast: shutdown failed: ${error.message}\n`);
