@@ -4,80 +4,19 @@
  * recording rules return values over its HTTP API. Also asserts that every
  * generated rule group evaluates without error against real series.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify } from 'yaml';
 import { HOLDFAST_JOB } from '../../alerts/config.js';
 import { RECORDED } from '../../alerts/slo.js';
 import { eventually, httpClient } from '../support/http.js';
-import { freePort } from '../support/ports.js';
+import { startPrometheus, type RunningPrometheus } from '../support/prometheus.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { read, ruleFilePaths } from './sources.js';
 
 /** 1 s scrapes and evaluations so a test sees rates within seconds (production uses the defaults). */
 const INTERVAL = '1s';
-
-interface PromSample {
-  metric: Record<string, string>;
-  value: [number, string];
-}
-
-class Prometheus {
-  private constructor(readonly url: string, private readonly child: ChildProcess, readonly output: string[]) {}
-
-  static async start(dir: string, configFile: string): Promise<Prometheus> {
-    const port = await freePort();
-    const output: string[] = [];
-    const child = spawn(
-      'prometheus',
-      [
-        `--config.file=${configFile}`,
-        `--storage.tsdb.path=${join(dir, 'data')}`,
-        `--web.listen-address=127.0.0.1:${port}`,
-        '--storage.tsdb.retention.time=1h',
-        '--log.level=warn',
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    child.stdout!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
-    child.stderr!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
-    const exited = new Promise<never>((_, reject) =>
-      child.once('exit', (code) => reject(new Error(`prometheus exited (${code}): ${output.join('')}`))),
-    );
-    exited.catch(() => {});
-    const prometheus = new Prometheus(`http://127.0.0.1:${port}`, child, output);
-    await Promise.race([
-      exited,
-      eventually(async () => (await fetch(`${prometheus.url}/-/ready`).catch(() => undefined))?.ok, 30_000, 200),
-    ]);
-    return prometheus;
-  }
-
-  async query(expr: string): Promise<PromSample[]> {
-    const response = await fetch(`${this.url}/api/v1/query?query=${encodeURIComponent(expr)}`);
-    const body = (await response.json()) as { status: string; error?: string; data: { result: PromSample[] } };
-    if (body.status !== 'success') throw new Error(`query ${expr} failed: ${body.error}`);
-    return body.data.result;
-  }
-
-  /** Polls until the query returns at least one sample matching `accept`. */
-  async until(expr: string, accept: (samples: PromSample[]) => boolean = (s) => s.length > 0): Promise<PromSample[]> {
-    return eventually(async () => {
-      const samples = await this.query(expr);
-      return accept(samples) ? samples : undefined;
-    }, 60_000, 500);
-  }
-
-  async stop(): Promise<void> {
-    if (this.child.exitCode !== null) return;
-    const exited = new Promise((resolve) => this.child.once('exit', resolve));
-    this.child.kill('SIGTERM');
-    await exited;
-  }
-}
 
 /**
  * The generated rule files as they are, except that a group's own `interval`
@@ -119,27 +58,23 @@ async function driveLoad(server: TestServer, rounds: number): Promise<{ granted:
 
 describe('real Prometheus with the generated rules', () => {
   let server: TestServer;
-  let prometheus: Prometheus;
-  let dir: string;
+  let prometheus: RunningPrometheus;
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'holdfast-prometheus-'));
     server = await startServer({ store: 'embedded' });
     const target = new URL(server.url).host;
-    const config = {
-      global: { scrape_interval: INTERVAL, evaluation_interval: INTERVAL, scrape_timeout: INTERVAL },
-      rule_files: writeRuleFiles(dir),
-      scrape_configs: [{ job_name: HOLDFAST_JOB, metrics_path: '/metrics', static_configs: [{ targets: [target] }] }],
-    };
-    const configFile = join(dir, 'prometheus.yml');
-    writeFileSync(configFile, stringify(config));
-    prometheus = await Prometheus.start(dir, configFile);
+    prometheus = await startPrometheus({
+      configFor: (dir) => ({
+        global: { scrape_interval: INTERVAL, evaluation_interval: INTERVAL, scrape_timeout: INTERVAL },
+        rule_files: writeRuleFiles(dir),
+        scrape_configs: [{ job_name: HOLDFAST_JOB, metrics_path: '/metrics', static_configs: [{ targets: [target] }] }],
+      }),
+    });
   }, 120_000);
 
   afterAll(async () => {
     await prometheus?.stop();
     await server?.stop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
   }, 60_000);
 
   it('scrapes the Holdfast server under load and the S1 recording rules return values', async () => {

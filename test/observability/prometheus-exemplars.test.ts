@@ -9,7 +9,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { startTracing, type Tracing } from '../../exporter/tracing.js';
 import { eventually, httpClient } from '../support/http.js';
 import { startServer, type TestServer } from '../support/server.js';
-import { startPrometheus, type RunningPrometheus } from './support/prometheus.js';
+import { startPrometheus, type RunningPrometheus } from '../support/prometheus.js';
 
 const spans = new tracing.InMemorySpanExporter();
 let sdk: Tracing;
@@ -19,7 +19,7 @@ let prometheus: RunningPrometheus;
 beforeAll(async () => {
   sdk = startTracing({ spanProcessors: [new tracing.SimpleSpanProcessor(spans)] });
   server = await startServer({ store: 'embedded' });
-  prometheus = await startPrometheus(new URL(server.url).host, { exemplars: true });
+  prometheus = await startPrometheus({ target: new URL(server.url).host, exemplars: true });
 });
 afterAll(async () => {
   await prometheus?.stop();
