@@ -40,6 +40,11 @@ export class Waiter {
     });
   }
 
+  /** Parked in releasedSince (not busy trying the store or waiting on the store's own mechanism). */
+  get parked(): boolean {
+    return this.listeners.size > 0;
+  }
+
   notifyReleased(): void {
     this.releaseCount++;
     for (const listener of [...this.listeners]) listener();
@@ -73,13 +78,22 @@ export class WaiterRegistry {
   }
 
   /**
-   * Wakes the longest-waiting waiter on the key, not all of them: only one can
+   * Wakes one waiter on the key, not all of them: only one can
    * win, and waking the herd would cost a failed store round trip each. The
    * others still poll, so a woken waiter that dies cannot strand them.
    */
   keyReleased(key: string): void {
-    const first = this.byKey.get(key)?.values().next();
-    if (first && !first.done) first.value.notifyReleased();
+    const waiters = this.byKey.get(key);
+    if (!waiters || waiters.size === 0) return;
+    // The longest-waiting parked waiter; if none is parked, the first one retries as soon as its try ends.
+    let chosen: Waiter | undefined;
+    for (const waiter of waiters) {
+      if (waiter.parked) {
+        chosen = waiter;
+        break;
+      }
+    }
+    (chosen ?? waiters.values().next().value!).notifyReleased();
   }
 
   sessionEnded(sessionId: string): void {

@@ -5,9 +5,15 @@
 
 const token = { type: 'string', minLength: 1, maxLength: 19 } as const;
 const sessionId = { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$' } as const;
-/** No control characters, and at least one visible character. */
+/**
+ * No control characters (Unicode Cc) and no lone UTF-16 surrogates (Cs: PostgreSQL would store
+ * U+FFFD, and an audit reason would then no longer match its hash); with `min > 0`, at least one
+ * visible character. Ajv compiles patterns with the `u` flag, where a surrogate pair is one code point.
+ */
+const ALLOWED = '[^\\p{Cc}\\p{Cs}]';
+const VISIBLE = '[^\\p{Cc}\\p{Cs}\\s]';
 const text = (max: number, min = 0) =>
-  ({ type: 'string', minLength: min, maxLength: max, pattern: min > 0 ? '^[^\\u0000-\\u001f\\u007f]*\\S[^\\u0000-\\u001f\\u007f]*$' : '^[^\\u0000-\\u001f\\u007f]*$' }) as const;
+  ({ type: 'string', minLength: min, maxLength: max, pattern: min > 0 ? `^${ALLOWED}*${VISIBLE}${ALLOWED}*$` : `^${ALLOWED}*$` }) as const;
 
 const object = <P extends Record<string, unknown>>(properties: P, required: (keyof P & string)[] = []) =>
   ({ type: 'object', additionalProperties: false, properties, required }) as const;
@@ -52,5 +58,5 @@ export const auditQuery = object({
   cursor: queryString(1024),
   actor: text(128),
   action: { type: 'string', enum: ['lock.revoke', 'session.kill'] },
-  target: queryString(2048),
+  target: text(2048),
 });

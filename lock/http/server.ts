@@ -89,8 +89,9 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
     }
   });
 
-  // Admin routes: bearer token, then role.
-  app.addHook('preHandler', async (request) => {
+  // Admin routes: bearer token, then role — before the body is parsed or validated, so an
+  // unauthenticated caller learns nothing about the schema.
+  app.addHook('onRequest', async (request) => {
     const role = request.routeOptions.config.role;
     if (!role) return;
     const header = request.headers.authorization;
@@ -182,21 +183,29 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
         abort.abort(new Error('client went away'));
       }
     });
-    // The server span continues the caller's trace when it sent one (the SDK's lock.acquire span).
-    const grant = await inSpan(request, () =>
-      service.acquire(
-        {
-          key,
-          sessionId: body.sessionId,
-          ttlMillis: body.ttlMillis ?? deps.defaultLockTtlMillis,
-          waitMillis: body.waitMillis ?? 0,
-        },
-        ctx(request),
-        AbortSignal.any([abort.signal, deps.shutdownSignal]),
-      ),
-    );
-    request.measured?.fencingToken(grant.fencingToken);
-    return grant;
+    // Shutdown reaches this request through a listener removed when it ends: combining with the
+    // process-lifetime signal (AbortSignal.any) would keep an entry per request alive on Node 20.
+    const onShutdown = () => abort.abort(deps.shutdownSignal.reason);
+    deps.shutdownSignal.addEventListener('abort', onShutdown, { once: true });
+    try {
+      // The server span continues the caller's trace when it sent one (the SDK's lock.acquire span).
+      const grant = await inSpan(request, () =>
+        service.acquire(
+          {
+            key,
+            sessionId: body.sessionId,
+            ttlMillis: body.ttlMillis ?? deps.defaultLockTtlMillis,
+            waitMillis: body.waitMillis ?? 0,
+          },
+          ctx(request),
+          abort.signal,
+        ),
+      );
+      request.measured?.fencingToken(grant.fencingToken);
+      return grant;
+    } finally {
+      deps.shutdownSignal.removeEventListener('abort', onShutdown);
+    }
   });
 
   app.post('/v1/locks/:key/renew', { schema: { body: schemas.renewBody }, config: { measured: 'renew' } }, async (request) => {

@@ -343,6 +343,19 @@ describe.each(STORES)('lock API on %s', (storeName) => {
     expectError(await api.release(freshKey(), { sessionId: session.sessionId, fencingToken: '99999999999999999999' }), 400, 'VALIDATION_FAILED');
     expectError(await api.release(freshKey(), { sessionId: session.sessionId, fencingToken: 12 }), 400, 'VALIDATION_FAILED');
     expectError(await api.call('POST', '/v1/locks/a/acquire', '{"sessionId":'), 400, 'VALIDATION_FAILED');
+    // Lone surrogates would be stored as U+FFFD and break the audit hash of a reason; pairs are fine.
+    const operator = api.admin(server.operatorToken);
+    expectError(await operator.revoke(freshKey(), { reason: 'x\ud800y' }), 400, 'VALIDATION_FAILED');
+    expectError(await api.openSession({ owner: 'bad\udc00owner' }), 400, 'VALIDATION_FAILED');
+    expect((await api.openSession({ owner: 'payout 💸 worker' })).status).toBe(201);
+    expect((await operator.revoke(freshKey(), { reason: 'INC-1 💥 stuck' })).body.outcome).toBe('NOT_HELD');
+    // Cursors and filters that decode to control characters are input errors, not store errors.
+    expectError(await operator.listLocks('?cursor=AA'), 400, 'VALIDATION_FAILED');
+    expectError(await operator.listSessions('?cursor=AA'), 400, 'VALIDATION_FAILED');
+    expectError(await operator.audit('?target=%00'), 400, 'VALIDATION_FAILED');
+    // Admin auth comes before validation: no token, no schema details.
+    expectError(await api.admin(undefined).revoke(freshKey(), { bogus: true }), 401, 'UNAUTHENTICATED');
+    expect((await operator.verify()).body.ok).toBe(true);
   });
 });
 

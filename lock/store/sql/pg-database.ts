@@ -38,12 +38,16 @@ export class PgDatabase implements SqlDatabase {
       };
       const result = await work(tx);
       await client.query('COMMIT');
+      client.release();
       return result;
     } catch (error) {
-      await client.query('ROLLBACK').catch(() => {});
+      // A connection that cannot even roll back is destroyed, not returned to the pool.
+      const rollbackFailure = await client.query('ROLLBACK').then(
+        () => undefined,
+        (rollbackError: Error) => rollbackError,
+      );
+      client.release(rollbackFailure);
       throw error;
-    } finally {
-      client.release();
     }
   }
 

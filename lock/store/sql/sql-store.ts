@@ -24,6 +24,7 @@ import type {
   TryAcquireResult,
 } from '../spi.js';
 import type { Queryable, Row, SqlDatabase } from './queryable.js';
+import { decodeCursor, encodeCursor } from '../cursor.js';
 import { migrate } from './schema.js';
 import { StatementBatcher } from './statement-batcher.js';
 
@@ -181,7 +182,9 @@ export class SqlLockStore implements LockStore {
       if (row.kind === 'no_session') return { kind: 'session_not_found' };
       const lock = toLock(row);
       if (row.kind === 'granted') {
-        return { kind: 'granted', grant: toGrant(lock), owner: lock.owner, existing: row.drawn_token !== lock.fencingToken };
+        // Fresh insert: the drawn token. Takeover: a new token, granted now. Otherwise the caller's existing grant.
+        const existing = row.drawn_token !== lock.fencingToken && lock.grantedAt !== req.now;
+        return { kind: 'granted', grant: toGrant(lock), owner: lock.owner, existing };
       }
       return { kind: 'held', holder: lock };
     }
@@ -373,6 +376,10 @@ export class SqlLockStore implements LockStore {
       if ((e.code && (NOT_LEADER_STATES.has(e.code) || NOT_LEADER_ERRNOS.has(e.code))) || /Connection terminated/i.test(e.message ?? '')) {
         throw new NotLeaderError(`the ${this.backend} store cannot take writes: ${e.message ?? e.code}`);
       }
+      // Class 22 (data exception): a value PostgreSQL cannot take slipped past validation; it is input, not a bug.
+      if (typeof e.code === 'string' && e.code.startsWith('22')) {
+        throw new ValidationFailedError(`the ${this.backend} store refused a value: ${e.message ?? e.code}`);
+      }
       throw error;
     }
   }
@@ -380,8 +387,7 @@ export class SqlLockStore implements LockStore {
 
 /**
  * One statement: grant if free (absent, lapsed, or its session dead), keep the
- * existing grant if the caller already holds it, else report the holder. The
- * drawn token tells a fresh grant from an existing one.
+ * existing grant if the caller already holds it, else report the holder.
  */
 const TRY_ACQUIRE_SQL = `
 WITH s AS (
@@ -398,7 +404,9 @@ ins AS (
   ON CONFLICT (key) DO UPDATE SET
     session_id    = EXCLUDED.session_id,
     owner         = EXCLUDED.owner,
-    fencing_token = CASE WHEN l.session_id = EXCLUDED.session_id AND ${LIVE_LOCK('l', '$4')} THEN l.fencing_token ELSE EXCLUDED.fencing_token END,
+    -- A takeover draws its token here, after the row lock is held: a token drawn before
+    -- blocking on a busy row could commit behind later tokens of other keys.
+    fencing_token = CASE WHEN l.session_id = EXCLUDED.session_id AND ${LIVE_LOCK('l', '$4')} THEN l.fencing_token ELSE nextval('holdfast_fencing_seq') END,
     ttl_millis    = CASE WHEN l.session_id = EXCLUDED.session_id AND ${LIVE_LOCK('l', '$4')} THEN l.ttl_millis ELSE EXCLUDED.ttl_millis END,
     granted_at    = CASE WHEN l.session_id = EXCLUDED.session_id AND ${LIVE_LOCK('l', '$4')} THEN l.granted_at ELSE EXCLUDED.granted_at END,
     expires_at    = CASE WHEN l.session_id = EXCLUDED.session_id AND ${LIVE_LOCK('l', '$4')} THEN l.expires_at ELSE EXCLUDED.expires_at END
@@ -498,18 +506,4 @@ function toAudit(r: Row): AuditEntry {
     prevHash: String(r.prev_hash),
     hash: String(r.hash),
   };
-}
-
-/** Cursors are opaque to clients: base64url of the last item's sort key. */
-function encodeCursor(value: string): string {
-  return Buffer.from(value, 'utf8').toString('base64url');
-}
-
-function decodeCursor(cursor: string | undefined, pattern?: RegExp): string | null {
-  if (!cursor) return null;
-  const value = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!/^[A-Za-z0-9_-]+$/.test(cursor) || value.length === 0 || (pattern && !pattern.test(value))) {
-    throw new ValidationFailedError('cursor is not one this server issued');
-  }
-  return value;
 }

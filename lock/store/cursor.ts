@@ -1,0 +1,24 @@
+/**
+ * Page cursors, the same on every store: opaque to clients, base64url of the
+ * last item's sort key. Anything this server could not have issued is a 400.
+ */
+import { ValidationFailedError } from '../errors.js';
+
+export function encodeCursor(value: string): string {
+  return Buffer.from(value, 'utf8').toString('base64url');
+}
+
+export function decodeCursor(cursor: string | undefined, pattern?: RegExp): string | null {
+  if (!cursor) return null;
+  const value = Buffer.from(cursor, 'base64url').toString('utf8');
+  // Every cursor we issue decodes to a valid key or id: no control characters, no broken UTF-8.
+  if (
+    !/^[A-Za-z0-9_-]+$/.test(cursor) ||
+    value.length === 0 ||
+    /[\u0000-\u001f\u007f-\u009f\ufffd]/.test(value) ||
+    (pattern && !pattern.test(value))
+  ) {
+    throw new ValidationFailedError('cursor is not one this server issued');
+  }
+  return value;
+}
