@@ -3,38 +3,16 @@
  * rules, the lease backstop, two instances racing, audit in etcd, and errors.
  * Waiting has its own file (etcd-wait.test.ts).
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { startEtcd } from '../support/etcd.js';
 import { Etcd3 } from 'etcd3';
 import { verifyAuditChain } from '../../lock/audit/chain.js';
 import { NotLeaderError, ValidationFailedError } from '../../lock/errors.js';
 import { compareTokens } from '../../lock/records.js';
-import type { EtcdStore } from '../../lock/store/etcd/etcd-store.js';
-import { startEtcd, type EtcdNode } from '../support/etcd.js';
-import { namespaceOf, openSession, openStore } from './helpers.js';
+import { etcdStores, namespaceOf, openSession, openStore } from './helpers.js';
 
-let etcd: EtcdNode;
-const stores: EtcdStore[] = [];
-
-async function store(): Promise<EtcdStore> {
-  const opened = await openStore(etcd.endpoints);
-  stores.push(opened);
-  return opened;
-}
-
-beforeAll(async () => {
-  etcd = await startEtcd();
-});
-
-afterEach(async () => {
-  for (const opened of stores.splice(0)) {
-    expect(opened.openWatchCount()).toBe(0);
-    await opened.close();
-  }
-});
-
-afterAll(async () => {
-  await etcd?.stop();
-});
+const fixture = etcdStores();
+const store = fixture.store;
 
 const audit = (reason: string) => ({ at: Date.now(), actor: 'ops-alice', requestId: `req-${reason}`, reason });
 
@@ -222,8 +200,7 @@ describe('etcd store: audit and operator actions', () => {
   it('concurrent revokes from two server instances keep one unbroken chain', async () => {
     const one = await store();
     const namespace = namespaceOf(one);
-    const two = await openStore(etcd.endpoints, 'shared', namespace);
-    stores.push(two);
+    const two = await store('shared', namespace);
     await Promise.all(
       Array.from({ length: 12 }, (_, i) => (i % 2 === 0 ? one : two).forceRevoke({ key: `none-${i}`, now: Date.now(), audit: audit(`r${i}`) })),
     );
@@ -238,8 +215,7 @@ describe('etcd store: two instances and the lease backstop', () => {
   it('two server instances racing on one key never both grant', async () => {
     const one = await store();
     const namespace = namespaceOf(one);
-    const two = await openStore(etcd.endpoints, 'shared', namespace);
-    stores.push(two);
+    const two = await store('shared', namespace);
     const a = await openSession(one);
     const b = await openSession(two);
     for (let round = 0; round < 25; round += 1) {
@@ -257,12 +233,12 @@ describe('etcd store: two instances and the lease backstop', () => {
 
   it('when no server is left, etcd itself deletes the session and its locks at lease expiry', async () => {
     const namespace = `backstop-${Date.now()}`;
-    const s = await openStore(etcd.endpoints, 'shared', namespace);
+    const s = await openStore(fixture.etcd.endpoints, 'shared', namespace);
     const session = await openSession(s, Date.now(), 1_000);
     await s.tryAcquire({ key: 'orphan', sessionId: session.sessionId, ttlMillis: 600_000, now: Date.now() });
     await s.close(); // the granting server dies: nobody heartbeats, nobody sweeps
 
-    const raw = new Etcd3({ hosts: etcd.endpoints });
+    const raw = new Etcd3({ hosts: fixture.etcd.endpoints });
     try {
       const lockKey = `/holdfast/${namespace}/l/orphan`;
       expect(await raw.get(lockKey).string()).not.toBeNull();

@@ -3,36 +3,14 @@
  * wait shapes: the gap race, wake on release, renew does not wake, deadline,
  * abort, session end, and fallback when the watch cannot serve.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { startEtcd } from '../support/etcd.js';
 import { Etcd3 } from 'etcd3';
-import type { EtcdStore, WaitShape } from '../../lock/store/etcd/etcd-store.js';
-import { startEtcd, type EtcdNode } from '../support/etcd.js';
-import { elapsedSince, etcdKvRequests, namespaceOf, openSession, openStore } from './helpers.js';
+import type { EtcdStore } from '../../lock/store/etcd/etcd-store.js';
+import { elapsedSince, etcdKvRequests, etcdStores, namespaceOf, openSession, openStore } from './helpers.js';
 
-let etcd: EtcdNode;
-const stores: EtcdStore[] = [];
-
-async function store(shape: WaitShape, namespace?: string): Promise<EtcdStore> {
-  const opened = await openStore(etcd.endpoints, shape, namespace);
-  stores.push(opened);
-  return opened;
-}
-
-beforeAll(async () => {
-  etcd = await startEtcd();
-});
-
-afterEach(async () => {
-  for (const opened of stores.splice(0)) {
-    // Criterion 7: no watcher outlives the wait that opened it.
-    expect(opened.openWatchCount()).toBe(0);
-    await opened.close();
-  }
-});
-
-afterAll(async () => {
-  await etcd?.stop();
-});
+const fixture = etcdStores();
+const store = fixture.store;
 
 /** Holder A takes `key`; B's attempt fails at revision R. */
 async function holdAndFail(s: EtcdStore, key: string) {
@@ -62,7 +40,7 @@ for (const shape of ['shared', 'per-call'] as const) {
       // Provable order: the release is committed (awaited) before waitForRelease is even called.
       expect(await s.release({ key: 'gap', fencingToken: token, now: Date.now() })).not.toBeNull();
 
-      const raw = new Etcd3({ hosts: etcd.endpoints });
+      const raw = new Etcd3({ hosts: fixture.etcd.endpoints });
       const fromNow = await raw.watch().prefix('/holdfast/').create();
       let eventsSeenFromNow = 0;
       fromNow.on('delete', () => (eventsSeenFromNow += 1));
@@ -105,13 +83,13 @@ for (const shape of ['shared', 'per-call'] as const) {
       });
       // Let the wait register (per-call: its watch is created and its read-back done) before counting.
       await new Promise((resolve) => setTimeout(resolve, 300));
-      const before = await etcdKvRequests(etcd.endpoints[0]!);
+      const before = await etcdKvRequests(fixture.etcd.endpoints[0]!);
       for (let i = 0; i < 2; i += 1) {
         const renewed = await s.renew({ key: 'renewed', sessionId: holder.sessionId, fencingToken: token, ttlMillis: 30_000, now: Date.now() });
         expect(renewed?.fencingToken).toBe(token);
         await new Promise((resolve) => setTimeout(resolve, 150));
       }
-      const after = await etcdKvRequests(etcd.endpoints[0]!);
+      const after = await etcdKvRequests(fixture.etcd.endpoints[0]!);
       expect(settled).toBe(false);
       // Each renew is one read txn + one write txn; anything beyond that would be the waiter polling.
       expect(after - before).toBe(4);
@@ -165,7 +143,7 @@ describe('waitForRelease fallback', () => {
   it('per-call: a watch whose start revision was compacted answers "fallback" with the cause', async () => {
     const s = await store('per-call');
     const { observedRevision } = await holdAndFail(s, 'compacted');
-    const raw = new Etcd3({ hosts: etcd.endpoints });
+    const raw = new Etcd3({ hosts: fixture.etcd.endpoints });
     try {
       for (let i = 0; i < 3; i += 1) await raw.put(`/unrelated/${i}`).value('x');
       const head = (await raw.put('/unrelated/head').value('x').exec()).header.revision;
