@@ -7,7 +7,7 @@
  * "lock held past a threshold" cannot be alerted on. Operators find old locks
  * on the console's /locks page (grantedAt); see docs/monitoring.md.
  */
-import { METRICS } from '../exporter/metric-table.js';
+import { METRICS } from '../contract/metric-table.js';
 import { HEALTH_THRESHOLDS as T, HOLDFAST_JOB, STORE_WRITE_OPS } from './config.js';
 import { defineAlert, type AlertingRule } from './define-alert.js';
 import { requireLabel, selector } from './promql.js';

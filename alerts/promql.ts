@@ -3,7 +3,7 @@
  * never hand-typed names. They validate label names and values against the
  * table's closed sets at generation time, so a typo fails `npm run gen`.
  */
-import type { MetricSpec } from '../exporter/metric-table.js';
+import type { MetricSpec } from '../contract/metric-table.js';
 
 /** Series a histogram exposes; counters and gauges are used by their table name. */
 export type HistogramSeries = 'bucket' | 'count' | 'sum';

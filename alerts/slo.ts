@@ -3,7 +3,7 @@
  * the windows the burn-rate alerts need and the naming of the recorded series.
  * Rules, alerts and dashboards all read these names, so they cannot drift apart.
  */
-import { METRICS, SLO_S1, type MetricSpec } from '../exporter/metric-table.js';
+import { METRICS, SLO_S1, type MetricSpec } from '../contract/metric-table.js';
 import { valuesIn, type HistogramSeries } from './promql.js';
 
 /** One request kind S1 counts: L4 via the acquire histogram's count, L5 and L6 via counters. */

@@ -1,5 +1,5 @@
 /** The CLI's client for the admin and lock-read routes (C3 A1–A6, L7). */
-import type { AuditEntry, LockInfo, LockOutcome, Page, SessionInfo } from '../lock/records.js';
+import type { AuditEntry, LockInfo, LockOutcome, Page, SessionInfo } from '../contract/records.js';
 
 export class ApiError extends Error {
   constructor(

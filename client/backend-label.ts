@@ -9,7 +9,7 @@
  * valid header it saw; a session that never saw a valid one reports
  * `embedded`, the server's default store (C5).
  */
-import { METRICS } from '../exporter/metric-table.js';
+import { METRICS } from '../contract/metric-table.js';
 
 export type BackendLabel = (typeof METRICS.lockSessionLostTotal.labels.backend)[number];
 

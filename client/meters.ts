@@ -1,11 +1,11 @@
 /**
- * The SDK's two meters (C4), named and labelled by exporter/metric-table.ts.
+ * The SDK's two meters (C4), named and labelled by contract/metric-table.ts.
  * They register on a prom-client Registry the application passes in — never
  * the global default registry and never the server's — and are silent when
  * no registry is given. Attempt counts are observations, never label values.
  */
 import { Counter, Histogram, type Registry } from 'prom-client';
-import { METRICS, type ClientAttemptOutcome } from '../exporter/metric-table.js';
+import { METRICS, type ClientAttemptOutcome } from '../contract/metric-table.js';
 import type { BackendLabel } from './backend-label.js';
 
 export interface SdkMeters {

@@ -23,7 +23,7 @@ import { AcquirePolicy, type AcquirePolicyInit } from './policy.js';
 import { startRenewer } from './renewer.js';
 import { conservativeDeadline, type ClientRuntime } from './runtime.js';
 import { retryTransient, SHORT_BUDGET } from './transient.js';
-import type { ClientAttemptOutcome } from '../exporter/metric-table.js';
+import type { ClientAttemptOutcome } from '../contract/metric-table.js';
 import type { LockGrant, SessionOpened } from './wire.js';
 
 export interface AcquireOptions {

@@ -6,7 +6,7 @@
 import { DashboardBuilder, RowBuilder } from '@grafana/grafana-foundation-sdk/dashboard';
 import { HEALTH_THRESHOLDS, HOLDFAST_JOB, STORE_WRITE_OPS } from '../alerts/config.js';
 import { BURN_TIERS, OBJECTIVE_PERCENT, SLO_AGGREGATION_LABEL } from '../alerts/slo.js';
-import { SLO_S1 } from '../exporter/metric-table.js';
+import { SLO_S1 } from '../contract/metric-table.js';
 import * as units from '@grafana/grafana-foundation-sdk/units';
 import { datasourceVariable, FILTER, labelVariable, stat, timeseries } from './panels.js';
 import {

@@ -2,7 +2,7 @@
  * PromQL used by the dashboards, built from the metric table and the recorded
  * SLO series, filtered by the dashboard variables.
  */
-import { METRICS, STORE_OUTCOMES, type MetricSpec } from '../exporter/metric-table.js';
+import { METRICS, STORE_OUTCOMES, type MetricSpec } from '../contract/metric-table.js';
 import { selector, type HistogramSeries, type MatchValue } from '../alerts/promql.js';
 import { ERROR_BUDGET, RECORDED } from '../alerts/slo.js';
 import { FILTER, RATE_INTERVAL } from './panels.js';

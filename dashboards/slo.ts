@@ -5,7 +5,7 @@
  */
 import { DashboardBuilder, RowBuilder } from '@grafana/grafana-foundation-sdk/dashboard';
 import * as units from '@grafana/grafana-foundation-sdk/units';
-import { METRICS, SLO_S1 } from '../exporter/metric-table.js';
+import { METRICS, SLO_S1 } from '../contract/metric-table.js';
 import { FAST_BURN_ALERT, SLOW_BURN_ALERT } from '../alerts/slo-alerts.js';
 import {
   BUDGET_PERCENT,

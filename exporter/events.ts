@@ -5,7 +5,7 @@
  */
 import { isSpanContextValid, trace, type SpanContext } from '@opentelemetry/api';
 import { pino, type DestinationStream, type Logger } from 'pino';
-import type { BackendName } from '../lock/records.js';
+import type { BackendName } from '../contract/records.js';
 
 export interface EventFields {
   lock_granted: { key: string; sessionId: string; owner: string; fencingToken: string; ttlMillis: number; waitedMillis: number };

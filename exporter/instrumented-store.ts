@@ -5,7 +5,7 @@
  */
 import { SpanStatusCode, trace } from '@opentelemetry/api';
 import { hasReleaseWaiter, type LockStore, type ReleaseWaiter } from '../lock/store/spi.js';
-import type { StoreOp, StoreOutcome } from './metric-table.js';
+import type { StoreOp, StoreOutcome } from '../contract/metric-table.js';
 import type { ServerMetrics } from './server-metrics.js';
 
 const OPS: Partial<Record<keyof LockStore, StoreOp>> = {

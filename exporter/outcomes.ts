@@ -3,7 +3,7 @@
  * metric. One function decides, and the metric, the span's `lock.outcome` /
  * `error.type` and the S1 SLI all read its answer, so they cannot disagree.
  */
-import { SLO_S1, type AcquireOutcome, type ReleaseOutcome, type RenewOutcome } from './metric-table.js';
+import { SLO_S1, type AcquireOutcome, type ReleaseOutcome, type RenewOutcome } from '../contract/metric-table.js';
 
 /** The requests availability SLO S1 counts, each with its own metric. */
 export type MeasuredRoute = 'acquire' | 'renew' | 'release';

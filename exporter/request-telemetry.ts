@@ -16,7 +16,7 @@ import {
   type SpanContext,
 } from '@opentelemetry/api';
 import { outcomeOf, SUCCESS_OUTCOME, type MeasuredOutcome, type MeasuredRoute } from './outcomes.js';
-import type { AcquireOutcome, ReleaseOutcome, RenewOutcome } from './metric-table.js';
+import type { AcquireOutcome, ReleaseOutcome, RenewOutcome } from '../contract/metric-table.js';
 import type { ExemplarLabels, ServerMetrics } from './server-metrics.js';
 import { extractCallerContext, type Headers } from './trace-context.js';
 

@@ -3,8 +3,8 @@
  * One Registry per server instance (tests run several in one process).
  */
 import client, { type Counter, type Gauge, type Histogram, Registry } from 'prom-client';
-import type { BackendName } from '../lock/records.js';
-import { METRICS, type MetricSpec } from './metric-table.js';
+import type { BackendName } from '../contract/records.js';
+import { METRICS, type MetricSpec } from '../contract/metric-table.js';
 
 type ServerMetricKey = {
   [K in keyof typeof METRICS]: (typeof METRICS)[K]['emitter'] extends 'server' ? K : never;

@@ -3,21 +3,9 @@
  * pinned code and retryability so the HTTP layer maps them in one place.
  */
 
-export type ErrorCode =
-  | 'VALIDATION_FAILED'
-  | 'UNAUTHENTICATED'
-  | 'FORBIDDEN'
-  | 'SESSION_NOT_FOUND'
-  | 'NOT_FOUND'
-  | 'LOCK_CONTENDED'
-  | 'LOCK_LOST'
-  | 'CONTENTION_EXCEEDED'
-  | 'NOT_LEADER'
-  | 'INTERNAL';
+import type { ErrorBody, ErrorCode } from '../contract/errors.js';
 
-export interface ErrorBody {
-  error: { code: ErrorCode; message: string; retryable: boolean };
-}
+export type { ErrorBody, ErrorCode };
 
 export abstract class HoldfastError extends Error {
   abstract readonly status: number;

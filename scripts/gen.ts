@@ -1,6 +1,6 @@
 /**
  * `npm run gen`: regenerates the committed monitoring artefacts (Prometheus
- * rule files, Grafana dashboards) from exporter/metric-table.ts. The freshness
+ * rule files, Grafana dashboards) from contract/metric-table.ts. The freshness
  * test calls the same `generatedFiles()` and compares with what is committed.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';

@@ -24,7 +24,7 @@ bash scripts/ensure-deps.sh
 build_is_stale() {
   [ -f .next/BUILD_ID ] || return 0
   local newer
-  newer=$(find app next.config.ts package-lock.json lock/records.ts -newer .next/BUILD_ID -print -quit 2>/dev/null)
+  newer=$(find app next.config.ts package-lock.json contract/records.ts -newer .next/BUILD_ID -print -quit 2>/dev/null)
   [ -n "$newer" ]
 }
 if build_is_stale; then

@@ -10,7 +10,7 @@ export type {
   LockOutcome,
   Page,
   SessionInfo,
-} from '../../lock/records';
+} from '../../contract/records';
 
 /** `unknown`: the server has no whoami route, so only the server's answer to an action tells. */
 export type Role = 'viewer' | 'operator' | 'unknown';

@@ -6,7 +6,7 @@
  * entry that does not match.
  */
 import { createHash } from 'node:crypto';
-import type { AuditEntry } from '../records.js';
+import type { AuditEntry } from '../../contract/records.js';
 
 export const GENESIS_HASH = '0'.repeat(64);
 

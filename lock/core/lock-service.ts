@@ -20,11 +20,11 @@ import type {
   Page,
   SessionEndCause,
   SessionInfo,
-} from '../records.js';
+} from '../../contract/records.js';
 import { hasReleaseWaiter, type AuditQuery, type EndedSession, type HeldLock, type LockStore, type ReleaseWaiter, type WaitResult } from '../store/spi.js';
 import type { EventContext, EventLog } from '../../exporter/events.js';
 import type { ServerMetrics } from '../../exporter/server-metrics.js';
-import type { WaitOutcome } from '../../exporter/metric-table.js';
+import type { WaitOutcome } from '../../contract/metric-table.js';
 import { ActivityWindow } from './activity-window.js';
 import { systemClock, type Clock, type RandomSource } from './clock.js';
 import { ContentionBudget, DEFAULT_CONTENTION_BUDGET, type ContentionBudgetConfig } from './contention-budget.js';

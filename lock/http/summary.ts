@@ -11,7 +11,7 @@ import {
   RENEW_OUTCOMES,
   SESSION_EXPIRY_CAUSES,
   SLO_S1,
-} from '../../exporter/metric-table.js';
+} from '../../contract/metric-table.js';
 
 const WINDOWS = { '1m': 60, '5m': 300 } as const;
 

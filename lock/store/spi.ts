@@ -23,7 +23,7 @@ import type {
   Page,
   SessionEndCause,
   SessionInfo,
-} from '../records.js';
+} from '../../contract/records.js';
 
 export interface SessionRecord {
   sessionId: string;

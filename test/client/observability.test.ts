@@ -2,7 +2,7 @@ import { SpanStatusCode } from '@opentelemetry/api';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { Registry, register as globalRegistry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { METRICS } from '../../exporter/metric-table.js';
+import { METRICS } from '../../contract/metric-table.js';
 import { LockClient } from '../../client/client.js';
 import { error } from './support/fake-lock-server.js';
 import { FakeTransport } from './support/fake-transport.js';

@@ -8,7 +8,7 @@ import { startEtcd } from '../support/etcd.js';
 import { Etcd3 } from 'etcd3';
 import { verifyAuditChain } from '../../lock/audit/chain.js';
 import { NotLeaderError, ValidationFailedError } from '../../lock/errors.js';
-import { compareTokens } from '../../lock/records.js';
+import { compareTokens } from '../../contract/records.js';
 import { etcdStores, namespaceOf, openSession, openStore } from './helpers.js';
 
 const fixture = etcdStores();

@@ -1,12 +1,12 @@
 /**
  * Every PromQL expression Holdfast ships — generated rules and dashboards as
  * committed, runbook snippets, promtool test inputs — may only use metrics,
- * labels and label values that exporter/metric-table.ts defines (or that the
+ * labels and label values that contract/metric-table.ts defines (or that the
  * rules record, or that Prometheus synthesises). Expressions are parsed and
  * label sets inferred; a renamed metric or label fails here, not in the pager.
  */
 import { describe, expect, it } from 'vitest';
-import { METRIC_SPECS } from '../../exporter/metric-table.js';
+import { METRIC_SPECS } from '../../contract/metric-table.js';
 import { analyse, type Catalog } from './promql/check.js';
 import { addRules, tableCatalog } from './promql/catalog.js';
 import { parse } from './promql/parser.js';

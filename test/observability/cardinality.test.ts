@@ -4,7 +4,7 @@
  * after 10, and no label value is a key, session id, owner or token we used.
  */
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { METRIC_SPECS } from '../../exporter/metric-table.js';
+import { METRIC_SPECS } from '../../contract/metric-table.js';
 import { httpClient } from '../support/http.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { scrape, type Scrape } from './support/scrape.js';

@@ -7,7 +7,7 @@
  * every series the ledger does not name must not have moved at all.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { METRIC_SPECS, type MetricSpec } from '../../exporter/metric-table.js';
+import { METRIC_SPECS, type MetricSpec } from '../../contract/metric-table.js';
 import type { LockStore, ReleaseWaiter } from '../../lock/store/spi.js';
 import { eventually, httpClient, type Answer } from '../support/http.js';
 import { startServer, type TestServer } from '../support/server.js';

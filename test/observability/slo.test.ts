@@ -5,7 +5,7 @@
  * sums the PromQL in C4 takes — must equal the injected ratio exactly.
  */
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { METRICS, SLO_S1 } from '../../exporter/metric-table.js';
+import { METRICS, SLO_S1 } from '../../contract/metric-table.js';
 import { NotLeaderError } from '../../lock/errors.js';
 import type { LockStore } from '../../lock/store/spi.js';
 import { httpClient, type Answer } from '../support/http.js';

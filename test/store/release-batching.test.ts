@@ -7,7 +7,7 @@ import { PgDatabase } from '../../lock/store/sql/pg-database.js';
 import { PgliteDatabase } from '../../lock/store/sql/pglite-database.js';
 import { SqlLockStore } from '../../lock/store/sql/sql-store.js';
 import type { SqlDatabase } from '../../lock/store/sql/queryable.js';
-import type { LockGrant } from '../../lock/records.js';
+import type { LockGrant } from '../../contract/records.js';
 import { sharedPostgres } from '../support/server.js';
 
 /** Counts statements reaching the database. */

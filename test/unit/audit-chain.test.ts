@@ -1,6 +1,6 @@
 import { expect, test } from 'vitest';
 import { GENESIS_HASH, canonicalJson, sealAuditEntry, verifyAuditChain } from '../../lock/audit/chain.js';
-import type { AuditEntry } from '../../lock/records.js';
+import type { AuditEntry } from '../../contract/records.js';
 
 function chain(n: number): AuditEntry[] {
   const entries: AuditEntry[] = [];

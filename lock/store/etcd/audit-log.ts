@@ -6,7 +6,7 @@
  */
 import { SortOrder, SortTarget, type Etcd3, type ICompare, type IRequestOp } from 'etcd3';
 import { GENESIS_HASH, sealAuditEntry, type UnsealedAuditEntry } from '../../audit/chain.js';
-import type { AuditEntry, Page } from '../../records.js';
+import type { AuditEntry, Page } from '../../../contract/records.js';
 import type { AuditDraft, AuditQuery } from '../spi.js';
 import { decodeCursor, encodeCursor } from './cursors.js';
 import { range } from './etcd-client.js';

@@ -17,7 +17,7 @@
  */
 import type { Etcd3, ICompare, IKeyValue, IRequestOp, ITxnResponse } from 'etcd3';
 import { NotLeaderError } from '../../errors.js';
-import type { AuditEntry, BackendName, FencingToken, Page, SessionInfo } from '../../records.js';
+import type { AuditEntry, BackendName, FencingToken, Page, SessionInfo } from '../../../contract/records.js';
 import type {
   AuditDraft,
   AuditQuery,

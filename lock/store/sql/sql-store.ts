@@ -9,7 +9,7 @@
  */
 import { sealAuditEntry } from '../../audit/chain.js';
 import { NotLeaderError, ValidationFailedError } from '../../errors.js';
-import type { AuditEntry, BackendName, FencingToken, LockGrant, Page, SessionEndCause, SessionInfo } from '../../records.js';
+import type { AuditEntry, BackendName, FencingToken, LockGrant, Page, SessionEndCause, SessionInfo } from '../../../contract/records.js';
 import type {
   AuditDraft,
   AuditQuery,

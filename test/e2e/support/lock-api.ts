@@ -2,7 +2,7 @@
  * The test client: plain HTTP to the lock server (C3), so each assertion sees the
  * server's exact answer (status and error code), not an SDK's interpretation.
  */
-import type { AuditEntry, LockGrant, LockInfo, Page } from '../../../lock/records.js';
+import type { AuditEntry, LockGrant, LockInfo, Page } from '../../../contract/records.js';
 
 export interface Answer<T> {
   status: number;

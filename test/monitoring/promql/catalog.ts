@@ -1,10 +1,10 @@
 /**
  * The catalog of series an expression may reference: every metric of
- * exporter/metric-table.ts (histograms as _bucket/_count/_sum), the series
+ * contract/metric-table.ts (histograms as _bucket/_count/_sum), the series
  * Prometheus itself synthesises (`up`, `ALERTS`), and the series the rule
  * files record, with label sets inferred from their expressions.
  */
-import { METRIC_SPECS } from '../../../exporter/metric-table.js';
+import { METRIC_SPECS } from '../../../contract/metric-table.js';
 import { analyse, type Catalog, type SeriesInfo } from './check.js';
 import { parse } from './parser.js';
 
