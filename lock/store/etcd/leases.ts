@@ -1,23 +1,21 @@
 /**
- * Session leases. Each session owns one etcd lease; its session record and all
- * its locks are attached to it, so if every Holdfast server dies, etcd itself
- * deletes the session's locks when the lease runs out (nobody heartbeats).
+ * Leases: etcd's clock decides every expiry. A session's liveness key sits on
+ * the session's lease (heartbeat = keep-alive); each grant's liveness key sits
+ * on a lease of its own with the lock's TTL (renew = the key moved to a fresh
+ * lease, in a txn that compares what it depends on). No server clock enters.
+ *
+ * Lease TTLs are whole seconds: a TTL is rounded up, so a lock or session lives
+ * at least its TTL and less than 1 s longer. etcd also raises any TTL below its
+ * minimum (1.5 × election timeout, 2 s at the default 1 s) to that minimum.
  * The library's Lease class always grants a new lease, so these talk to the
  * lease service directly by id.
  */
 import type { Etcd3 } from 'etcd3';
-import { retryRead } from './etcd-client.js';
 
-/**
- * The lease outlives the session's logical TTL by this much, so the sweeper
- * (which reports `session_expired`) normally ends the session before etcd does;
- * etcd's deletion is the backstop for when no server is left to sweep.
- */
-const LEASE_GRACE_SECONDS = 1;
 const KEEPALIVE_TIMEOUT_MS = 3_000;
 
-export function leaseTtlSeconds(sessionTtlMillis: number): number {
-  return Math.ceil(sessionTtlMillis / 1000) + LEASE_GRACE_SECONDS;
+export function leaseTtlSeconds(ttlMillis: number): number {
+  return Math.max(1, Math.ceil(ttlMillis / 1000));
 }
 
 export async function grantLease(client: Etcd3, ttlSeconds: number): Promise<string> {
@@ -47,7 +45,7 @@ export async function keepAliveOnce(client: Etcd3, leaseId: string): Promise<num
   }
 }
 
-/** Best effort: the keys are already gone when this runs; a lease left behind just runs out. */
+/** Best effort: the keys are already gone or moved when this runs; a lease left behind just runs out. */
 export async function revokeLease(client: Etcd3, leaseId: string): Promise<void> {
   try {
     await client.leaseClient.leaseRevoke({ ID: leaseId });
@@ -56,8 +54,8 @@ export async function revokeLease(client: Etcd3, leaseId: string): Promise<void>
   }
 }
 
-/** Every key attached to the lease (the session record and the session's locks). */
-export async function keysOfLease(client: Etcd3, leaseId: string): Promise<Buffer[]> {
-  const response = await retryRead(() => client.leaseClient.leaseTimeToLive({ ID: leaseId, keys: true }));
-  return Number(response.TTL) < 0 ? [] : response.keys;
+/** Remaining whole seconds of a lease, -1 when it is gone (advisory expiry for records). */
+export async function leaseRemainingSeconds(client: Etcd3, leaseId: string): Promise<number> {
+  const response = await client.leaseClient.leaseTimeToLive({ ID: leaseId, keys: false });
+  return Number(response.TTL);
 }
