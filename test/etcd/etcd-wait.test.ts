@@ -136,6 +136,27 @@ for (const shape of ['shared', 'per-call'] as const) {
         kind: 'session_not_found',
       });
     });
+
+    it('a waiter wakes when the holder\'s session lease runs out, before any sweep, and its retry is granted', async () => {
+      const s = await store(shape);
+      const holder = await openSession(s, 2_000);
+      const waiter = await openSession(s, 60_000);
+      expect((await s.tryAcquire({ key: 'holder-lapses', session: holder.credential, ttlMillis: 60_000 })).kind).toBe('granted');
+      const failed = await s.tryAcquire({ key: 'holder-lapses', session: waiter.credential, ttlMillis: 30_000 });
+      if (failed.kind !== 'held') throw new Error(`expected held, got ${failed.kind}`);
+      const started = performance.now();
+      const result = await s.waitForRelease({
+        key: 'holder-lapses',
+        observedRevision: failed.observedRevision,
+        sessionId: waiter.sessionId,
+        timeoutMillis: 15_000,
+        signal: never,
+      });
+      expect(result).toEqual({ outcome: 'released' });
+      // The lock's own lease runs 60 s; the holder's session lease (2 s) ended the wait.
+      expect(elapsedSince(started)).toBeLessThan(6_000);
+      expect((await s.tryAcquire({ key: 'holder-lapses', session: waiter.credential, ttlMillis: 30_000 })).kind).toBe('granted');
+    });
   });
 }
 

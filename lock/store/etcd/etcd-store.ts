@@ -104,6 +104,7 @@ const UNAVAILABLE_PAUSE_MS = 100;
 const SCAN_PAGE = 1_000;
 /** Gets per read txn when checking many keys at once (below etcd's default --max-txn-ops of 128). */
 const READ_BATCH = 100;
+const MAX_REMEMBERED_HOLDERS = 10_000;
 
 /** A session's state as one read saw it: liveness key, record, and its grants with their liveness keys. */
 interface SessionState {
@@ -121,6 +122,8 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
   readonly backend: BackendName = 'etcd';
   private readonly keys: KeyLayout;
   private readonly sessions = new SessionCache();
+  /** Who held each key when an attempt here last failed on it, so that attempt's wait also ends with that session. */
+  private readonly lastHolders = new Map<string, string>();
   private readonly sealer: AuditSealer;
   private readonly clock: () => number;
   private client: Etcd3 | null = null;
@@ -436,6 +439,7 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
         }
         if (await this.sessionIncarnationLive(row.stored.sessionId, row.stored.sessionRevision)) {
           // The failed attempt's revision: a release after it is what a waiter waits for.
+          this.rememberHolder(req.key, row.stored.sessionId);
           return { kind: 'held', holder: row.lock, observedRevision: response.header.revision };
         }
         // The holder's session lapsed (its lease ran out) but nobody swept yet: the lock is free.
@@ -675,14 +679,23 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
     const waits = this.waits;
     if (!waits) return { outcome: 'fallback', cause: 'store not initialised' };
     if (req.signal.aborted) return { outcome: 'aborted' };
-    let observedRevision = req.observedRevision;
-    if (observedRevision === undefined) {
-      // No failed attempt to anchor on: anchor on now, and a key already free is a release.
-      const response = await range(this.etcd(), { key: this.keys.lock(req.key) });
-      if (response.kvs.length === 0) return { outcome: 'released' };
-      observedRevision = response.header.revision;
+    if (req.observedRevision !== undefined) {
+      return waits.wait({ ...req, observedRevision: req.observedRevision, holderSessionId: this.lastHolders.get(req.key) });
     }
-    return waits.wait({ ...req, observedRevision });
+    // No failed attempt to anchor on: anchor on now, and a key already free is a release.
+    const response = await range(this.etcd(), { key: this.keys.lock(req.key) });
+    const kv = response.kvs[0];
+    if (!kv) return { outcome: 'released' };
+    return waits.wait({ ...req, observedRevision: response.header.revision, holderSessionId: decodeLock(req.key, kv).stored.sessionId });
+  }
+
+  private rememberHolder(key: string, sessionId: string): void {
+    this.lastHolders.delete(key);
+    this.lastHolders.set(key, sessionId);
+    if (this.lastHolders.size > MAX_REMEMBERED_HOLDERS) {
+      const oldest = this.lastHolders.keys().next();
+      if (!oldest.done) this.lastHolders.delete(oldest.value);
+    }
   }
 
   // ---------------------------------------------------------------- internals
