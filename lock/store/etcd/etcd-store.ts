@@ -4,7 +4,7 @@
  * - etcd's leases decide every expiry; no server clock does. A session is live
  *   while its liveness key {root}s/{id} exists (it sits on the session's lease;
  *   heartbeat = keep-alive). A lock is live while its liveness key {root}l/{key}
- *   exists (it sits on a lease of the grant's own, with the lock's TTL) AND the
+ *   exists (it sits on a lease that lives at least the lock's TTL) AND the
  *   holder session's liveness key exists with the create revision recorded in the
  *   lock. Instants in records are advisory (the answering server's clock, or the
  *   `clock` option), never read to decide anything.
@@ -23,6 +23,7 @@
  *   audit appends are checked against the audit head before being redone.
  * - `waitForRelease` is the revision-addressed wait (see shared-release-watch.ts).
  */
+import { randomUUID } from 'node:crypto';
 import type { Etcd3, ICompare, IKeyValue, IRequestOp, ITxnResponse } from 'etcd3';
 import { createAuditSealer, type AuditSealer } from '../../audit/chain.js';
 import { NotLeaderError } from '../../errors.js';
@@ -53,7 +54,7 @@ import * as audit from './audit-log.js';
 import { decodeCursor, encodeCursor } from './cursors.js';
 import { createEtcdClient, isUnavailable, notLeader, range, readTxn } from './etcd-client.js';
 import { keyLayout, type KeyLayout } from './keys.js';
-import { grantLease, keepAliveOnce, leaseTtlSeconds, revokeLease } from './leases.js';
+import { GrantLeasePool, grantLease, keepAliveOnce, leaseTtlSeconds, revokeLease } from './leases.js';
 import {
   createRevisionIs,
   createRevisionIsNot,
@@ -128,6 +129,7 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
   private readonly clock: () => number;
   private client: Etcd3 | null = null;
   private waits: WaitStrategy | null = null;
+  private readonly grantLeases = new GrantLeasePool((seconds) => this.write(() => grantLease(this.etcd(), seconds)));
   private readonly releases = new ReleaseBatcher(
     () => this.etcd(),
     (attempt) => this.write(attempt),
@@ -320,7 +322,7 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
   }
 
   /**
-   * Grants whose own lease ran out (etcd already deleted their liveness key, or
+   * Grants whose lease ran out (etcd already deleted their liveness key, or
    * an acquirer took the key over from a lapsed session) but whose record is
    * still here: the record is deleted and the grant reported, once.
    */
@@ -369,94 +371,84 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
     const recordKey = this.keys.lockRecord(sessionId, req.key);
     const sessionKey = this.keys.session(sessionId);
     let session = await this.knownSession(sessionId);
-    let leaseId: string | null = null;
-    let leaseAttached = false;
+    const writeId = randomUUID();
     let uncertain = false;
     const startedAt = Date.now(); // wall time only for the unavailability budget
-    try {
-      for (let decision = 0; decision < MAX_DECISIONS; decision += 1) {
-        if (!session) return { kind: 'session_not_found' };
-        if (session.session.tokenHash !== req.session.tokenHash) return { kind: 'unauthenticated' };
-        if (leaseId === null) {
-          const granted = await this.write(() => grantLease(client, leaseTtlSeconds(req.ttlMillis)));
-          leaseId = granted;
-        }
-        const now = this.clock();
-        const mine: StoredLock = {
-          sessionId,
-          sessionRevision: session.createRevision,
-          owner: session.session.owner,
-          ttlMillis: req.ttlMillis,
-          grantedAt: now,
-          expiresAt: now + req.ttlMillis,
-          leaseId,
-        };
-        let response: ITxnResponse;
-        try {
-          // One txn: create the lock (on its own lease) and its record if both are absent, only while
-          // the session is the incarnation whose hash was checked. The token is the commit's revision.
-          response = await client.kv.txn({
-            compare: [createRevisionIs(lockKey, '0'), createRevisionIs(recordKey, '0'), createRevisionIs(sessionKey, session.createRevision)],
-            success: [putOp(lockKey, encode(mine), leaseId), putOp(recordKey, encode(mine))],
-            failure: [getOp(lockKey), getOp(sessionKey), getOp(recordKey)],
-          });
-        } catch (error) {
-          // Applied or not? The next round's txn reads back exactly that (our lease on the lock key).
-          await this.pauseIfUnavailable(error, startedAt);
-          uncertain = true;
-          continue;
-        }
-        if (response.succeeded) {
-          leaseAttached = true;
-          const grant: LockGrant = { key: req.key, sessionId, fencingToken: response.header.revision, ttlMillis: req.ttlMillis, grantedAt: now, expiresAt: mine.expiresAt };
-          return { kind: 'granted', grant, owner: mine.owner, existing: false };
-        }
-        const sessionKv = rangeResult(response, 1);
-        if (!sessionKv) {
-          this.sessions.forget(sessionId);
-          return { kind: 'session_not_found' };
-        }
-        const fresh = decodeSession(sessionKv);
-        this.sessions.remember(fresh);
-        if (fresh.createRevision !== session.createRevision) {
-          session = fresh; // another incarnation under this id: its hash is checked next round
-          continue;
-        }
-        const lockKv = rangeResult(response, 0);
-        const recordKv = rangeResult(response, 2);
-        if (!lockKv) {
-          // Free, but our record of an earlier grant of this key was not swept yet: it can no
-          // longer be reported (its key is being reused), so drop it and take the key.
-          if (recordKv) await this.deleteIfUnchanged(recordKv);
-          continue;
-        }
-        const row = decodeLock(req.key, lockKv);
-        if (row.stored.sessionId === sessionId && row.stored.sessionRevision === session.createRevision) {
-          // Ours already. If our own earlier attempt broke mid-flight and landed, it is this call's grant.
-          const landed = uncertain && row.stored.leaseId === leaseId;
-          if (landed) leaseAttached = true;
-          return { kind: 'granted', grant: stripOwner(row.lock), owner: row.lock.owner, existing: !landed };
-        }
-        if (await this.sessionIncarnationLive(row.stored.sessionId, row.stored.sessionRevision)) {
-          // The failed attempt's revision: a release after it is what a waiter waits for.
-          this.rememberHolder(req.key, row.stored.sessionId);
-          return { kind: 'held', holder: row.lock, observedRevision: response.header.revision };
-        }
-        // The holder's session lapsed (its lease ran out) but nobody swept yet: the lock is free.
-        // Remove exactly that incarnation of the key (its record stays for the sweeper), then create anew.
-        await this.write(() =>
-          client.kv.txn({
-            compare: [modRevisionIs(lockKey, row.modRevision), createRevisionIsNot(this.keys.session(row.stored.sessionId), row.stored.sessionRevision)],
-            success: [deleteOp(lockKey)],
-            failure: [],
-          }),
-        );
-        void revokeLease(client, row.stored.leaseId);
+    for (let decision = 0; decision < MAX_DECISIONS; decision += 1) {
+      if (!session) return { kind: 'session_not_found' };
+      if (session.session.tokenHash !== req.session.tokenHash) return { kind: 'unauthenticated' };
+      const leaseId = await this.grantLeases.forTtl(req.ttlMillis);
+      const now = this.clock();
+      const mine: StoredLock = {
+        sessionId,
+        sessionRevision: session.createRevision,
+        owner: session.session.owner,
+        ttlMillis: req.ttlMillis,
+        grantedAt: now,
+        expiresAt: now + req.ttlMillis,
+        leaseId,
+        writeId,
+      };
+      let response: ITxnResponse;
+      try {
+        // One txn: create the lock (on its TTL bucket's lease) and its record if both are absent, only while
+        // the session is the incarnation whose hash was checked. The token is the commit's revision.
+        response = await client.kv.txn({
+          compare: [createRevisionIs(lockKey, '0'), createRevisionIs(recordKey, '0'), createRevisionIs(sessionKey, session.createRevision)],
+          success: [putOp(lockKey, encode(mine), leaseId), putOp(recordKey, encode(mine))],
+          failure: [getOp(lockKey), getOp(sessionKey), getOp(recordKey)],
+        });
+      } catch (error) {
+        // Applied or not? The next round's txn reads back exactly that (this call's writeId on the lock key).
+        await this.pauseIfUnavailable(error, startedAt);
+        uncertain = true;
+        continue;
       }
-      throw new NotLeaderError(`acquire of ${JSON.stringify(req.key)} kept racing other writers`);
-    } finally {
-      if (leaseId !== null && !leaseAttached) void revokeLease(client, leaseId);
+      if (response.succeeded) {
+        const grant: LockGrant = { key: req.key, sessionId, fencingToken: response.header.revision, ttlMillis: req.ttlMillis, grantedAt: now, expiresAt: mine.expiresAt };
+        return { kind: 'granted', grant, owner: mine.owner, existing: false };
+      }
+      const sessionKv = rangeResult(response, 1);
+      if (!sessionKv) {
+        this.sessions.forget(sessionId);
+        return { kind: 'session_not_found' };
+      }
+      const fresh = decodeSession(sessionKv);
+      this.sessions.remember(fresh);
+      if (fresh.createRevision !== session.createRevision) {
+        session = fresh; // another incarnation under this id: its hash is checked next round
+        continue;
+      }
+      const lockKv = rangeResult(response, 0);
+      const recordKv = rangeResult(response, 2);
+      if (!lockKv) {
+        // Free, but our record of an earlier grant of this key was not swept yet: it can no
+        // longer be reported (its key is being reused), so drop it and take the key.
+        if (recordKv) await this.deleteIfUnchanged(recordKv);
+        continue;
+      }
+      const row = decodeLock(req.key, lockKv);
+      if (row.stored.sessionId === sessionId && row.stored.sessionRevision === session.createRevision) {
+        // Ours already. If our own earlier attempt broke mid-flight and landed, it is this call's grant.
+        const landed = uncertain && row.stored.writeId === writeId;
+        return { kind: 'granted', grant: stripOwner(row.lock), owner: row.lock.owner, existing: !landed };
+      }
+      if (await this.sessionIncarnationLive(row.stored.sessionId, row.stored.sessionRevision)) {
+        // The failed attempt's revision: a release after it is what a waiter waits for.
+        this.rememberHolder(req.key, row.stored.sessionId);
+        return { kind: 'held', holder: row.lock, observedRevision: response.header.revision };
+      }
+      // The holder's session lapsed (its lease ran out) but nobody swept yet: the lock is free.
+      // Remove exactly that incarnation of the key (its record stays for the sweeper), then create anew.
+      await this.write(() =>
+        client.kv.txn({
+          compare: [modRevisionIs(lockKey, row.modRevision), createRevisionIsNot(this.keys.session(row.stored.sessionId), row.stored.sessionRevision)],
+          success: [deleteOp(lockKey)],
+          failure: [],
+        }),
+      );
     }
+    throw new NotLeaderError(`acquire of ${JSON.stringify(req.key)} kept racing other writers`);
   }
 
   async renew(req: { key: string; session: SessionCredential; fencingToken: FencingToken; ttlMillis?: number }): Promise<RenewResult> {
@@ -480,41 +472,30 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
       const row = decodeLock(req.key, lockKv);
       if (row.stored.sessionId !== sessionId || row.stored.sessionRevision !== session.createRevision) return { kind: 'lost' };
 
-      // The key moves to a fresh lease with the (kept or new) TTL: etcd's clock restarts from the commit.
+      // The key moves to a fresh lease with the (kept or new) TTL: etcd's clock restarts from there.
       const ttlMillis = req.ttlMillis ?? row.stored.ttlMillis;
-      const leaseId = await this.write(() => grantLease(client, leaseTtlSeconds(ttlMillis)));
+      const leaseId = await this.grantLeases.forTtl(ttlMillis);
       const now = this.clock();
-      const renewed: StoredLock = { ...row.stored, ttlMillis, expiresAt: now + ttlMillis, leaseId };
-      let attached = false;
+      const renewed: StoredLock = { ...row.stored, ttlMillis, expiresAt: now + ttlMillis, leaseId, writeId: randomUUID() };
+      let response: ITxnResponse;
       try {
-        let response: ITxnResponse | null = null;
-        try {
-          response = await client.kv.txn({
-            compare: [modRevisionIs(lockKey, row.modRevision), createRevisionIs(sessionKey, session.createRevision)],
-            // A PUT on an existing key keeps its create revision: same fencing token, new lease.
-            success: [putOp(lockKey, encode(renewed), leaseId), putOp(this.keys.lockRecord(sessionId, req.key), encode(renewed))],
-            failure: [],
-          });
-        } catch (error) {
-          await this.pauseIfUnavailable(error, startedAt);
-          // Applied or not: the lock key carries our lease exactly when it was.
-          const check = await range(client, { key: lockKey });
-          const now = check.kvs[0];
-          if (now && String(now.create_revision) === req.fencingToken && decodeLock(req.key, now).stored.leaseId === leaseId) {
-            attached = true;
-            void revokeLease(client, row.stored.leaseId);
-            return { kind: 'renewed', lock: decodeLock(req.key, now).lock };
-          }
-          continue;
+        response = await client.kv.txn({
+          compare: [modRevisionIs(lockKey, row.modRevision), createRevisionIs(sessionKey, session.createRevision)],
+          // A PUT on an existing key keeps its create revision: same fencing token, new lease.
+          success: [putOp(lockKey, encode(renewed), leaseId), putOp(this.keys.lockRecord(sessionId, req.key), encode(renewed))],
+          failure: [],
+        });
+      } catch (error) {
+        await this.pauseIfUnavailable(error, startedAt);
+        // Applied or not: the lock key carries this call's write exactly when it was.
+        const check = (await range(client, { key: lockKey })).kvs[0];
+        if (check && String(check.create_revision) === req.fencingToken) {
+          const landed = decodeLock(req.key, check);
+          if (landed.stored.writeId === renewed.writeId) return { kind: 'renewed', lock: landed.lock };
         }
-        if (response.succeeded) {
-          attached = true;
-          void revokeLease(client, row.stored.leaseId);
-          return { kind: 'renewed', lock: { ...row.lock, ttlMillis, expiresAt: renewed.expiresAt } };
-        }
-      } finally {
-        if (!attached) void revokeLease(client, leaseId);
+        continue;
       }
+      if (response.succeeded) return { kind: 'renewed', lock: { ...row.lock, ttlMillis, expiresAt: renewed.expiresAt } };
     }
     throw new NotLeaderError(`renew of ${JSON.stringify(req.key)} kept racing other writers`);
   }
@@ -544,7 +525,6 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
         const deleted = deletedResult(response, 0);
         if (!deleted) return { kind: 'lost' };
         const row = decodeLock(req.key, deleted);
-        void revokeLease(this.etcd(), row.stored.leaseId);
         return { kind: 'released', lock: { ...row.lock, endedAt: this.clock() } };
       }
       const sessionKv = rangeResult(response, 0);
@@ -621,7 +601,6 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
       }
       if (!(await this.commitAudit([...compare, append.compare], ops, append.entry))) continue;
       if (outcome === 'REVOKED' && live) {
-        void revokeLease(this.etcd(), live.stored.leaseId);
         return { outcome, revoked: { ...live.lock, endedAt: append.entry.at }, audit: append.entry };
       }
       if (outcome === 'TOKEN_MISMATCH' && live) return { outcome, holder: live.lock, audit: append.entry };
@@ -749,7 +728,7 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
   /**
    * Ends a session in one txn (plus an audit append for kills): its liveness key
    * (if still there), its record, and every grant still live, with their records.
-   * Grants whose own lease already ran out keep their records for expireLocks.
+   * Grants whose lease already ran out keep their records for expireLocks.
    * Null when something changed since the read (re-decide).
    */
   private async endSession(state: SessionState, cause: EndedSession['cause'], append?: audit.PlannedAppend): Promise<EndedSession | null> {
@@ -781,8 +760,7 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
     if (!committed) return null;
     this.sessions.forget(sessionId);
     const client = this.etcd();
-    void revokeLease(client, state.record.session.leaseId);
-    for (const { record } of state.liveLocks) void revokeLease(client, record.stored.leaseId);
+    void revokeLease(client, state.record.session.leaseId); // grant leases are shared: they run out by themselves
     const endedAt = append ? append.entry.at : this.clock();
     return {
       session: toSessionRecord(state.record.session),

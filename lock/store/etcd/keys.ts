@@ -7,7 +7,7 @@
  *
  *   {root}s/{sessionId}          session liveness: on the session's lease; value = the session record
  *   {root}sr/{sessionId}         session record (unleased), created and deleted with the session
- *   {root}l/{lockKey}            lock liveness: on the grant's own lease; its create revision is
+ *   {root}l/{lockKey}            lock liveness: on a lease of its TTL bucket (leases.ts); its create revision is
  *                                the fencing token; value names the holder session's incarnation
  *   {root}lr/{sessionId}/{lockKey}  grant record (unleased), created in the same txn as l/ (same
  *                                create revision), so a session's grants are one prefix range

@@ -1,12 +1,11 @@
 /**
  * Leases: etcd's clock decides every expiry. A session's liveness key sits on
- * the session's lease (heartbeat = keep-alive); each grant's liveness key sits
- * on a lease of its own with the lock's TTL (renew = the key moved to a fresh
- * lease, in a txn that compares what it depends on). No server clock enters.
- *
- * Lease TTLs are whole seconds: a TTL is rounded up, so a lock or session lives
- * at least its TTL and less than 1 s longer. etcd also raises any TTL below its
- * minimum (1.5 × election timeout, 2 s at the default 1 s) to that minimum.
+ * the session's own lease (heartbeat = keep-alive): it lives at least its TTL and
+ * less than 1 s longer (TTLs are whole seconds, rounded up). Each grant's liveness
+ * key sits on a pooled lease of its TTL bucket (GrantLeasePool below; renew = the
+ * key moved to a fresh one, in a txn that compares what it depends on): at least
+ * its TTL, less than TTL + 1.25 s. No server wall clock enters. etcd also raises
+ * any TTL below its minimum (1.5 × election timeout: 2 s at the default 1 s).
  * The library's Lease class always grants a new lease, so these talk to the
  * lease service directly by id.
  */
@@ -54,8 +53,45 @@ export async function revokeLease(client: Etcd3, leaseId: string): Promise<void>
   }
 }
 
-/** Remaining whole seconds of a lease, -1 when it is gone (advisory expiry for records). */
-export async function leaseRemainingSeconds(client: Etcd3, leaseId: string): Promise<number> {
-  const response = await client.leaseClient.leaseTimeToLive({ ID: leaseId, keys: false });
-  return Number(response.TTL);
+
+/**
+ * How long a pooled grant lease may be handed out after it was requested. A
+ * lease for TTL t is granted for ceil((t + REUSE_WINDOW_MS) / 1 s) seconds, so
+ * whenever it is handed out its remaining life is still at least t.
+ */
+const REUSE_WINDOW_MS = 250;
+
+interface PooledLease {
+  id: Promise<string>;
+  /** performance.now() before the grant request was sent: etcd starts counting later than that. */
+  requestedAt: number;
+}
+
+/**
+ * Grant leases shared by the grants of one TTL bucket: a lease per grant would
+ * cost two extra raft writes per acquire (grant, then revoke). Each grant still
+ * has an etcd-clocked lifetime of its own: at least its TTL from the moment its
+ * request reached this process, less than TTL + REUSE_WINDOW_MS + 1 s. Only a
+ * duration measured on this process's monotonic clock (not its wall clock) picks
+ * the lease, and it errs towards a longer life. A shared lease is never revoked:
+ * it runs out by itself once no grant uses it.
+ */
+export class GrantLeasePool {
+  private readonly current = new Map<number, PooledLease>();
+
+  constructor(private readonly grant: (ttlSeconds: number) => Promise<string>) {}
+
+  /** A lease whose remaining life is at least `ttlMillis` from now. */
+  async forTtl(ttlMillis: number): Promise<string> {
+    const seconds = leaseTtlSeconds(ttlMillis + REUSE_WINDOW_MS);
+    const slack = seconds * 1000 - ttlMillis;
+    const pooled = this.current.get(seconds);
+    if (pooled && performance.now() - pooled.requestedAt <= slack) return pooled.id;
+    const fresh: PooledLease = { requestedAt: performance.now(), id: this.grant(seconds) };
+    this.current.set(seconds, fresh);
+    fresh.id.catch(() => {
+      if (this.current.get(seconds) === fresh) this.current.delete(seconds);
+    });
+    return fresh.id;
+  }
 }

@@ -25,8 +25,10 @@ export interface StoredLock {
   ttlMillis: number;
   grantedAt: number;
   expiresAt: number;
-  /** The grant's own lease. */
+  /** The lease the liveness key sits on (shared within a TTL bucket). */
   leaseId: string;
+  /** Unique per write: tells a call whose txn outcome was unknown whether its own write landed. */
+  writeId: string;
 }
 
 /** A lock as read from etcd (liveness key or grant record): its record plus the revisions the store compares on. */
