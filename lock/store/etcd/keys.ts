@@ -14,7 +14,7 @@
  *   {root}a/{seq}                audit entry, seq zero-padded so keys sort in chain order
  *   {root}ah                     audit head: the last seq and hash, compared on every append
  *
- * Session ids are UUIDs chosen by core (no "/"), so {sessionId}/ is an unambiguous prefix.
+ * In grant record keys the session id is URI-encoded (no "/" left), so {sessionId}/ is an unambiguous prefix.
  */
 export interface KeyLayout {
   readonly root: string;
@@ -57,8 +57,8 @@ export function keyLayout(prefix = '/holdfast/', namespace?: string): KeyLayout 
     session: (sessionId) => Buffer.concat([sessionsPrefix, Buffer.from(sessionId)]),
     sessionRecord: (sessionId) => Buffer.concat([sessionRecordsPrefix, Buffer.from(sessionId)]),
     lock: (key) => Buffer.concat([locksPrefix, Buffer.from(key)]),
-    lockRecord: (sessionId, key) => Buffer.concat([lockRecordsPrefix, Buffer.from(`${sessionId}/`), Buffer.from(key)]),
-    lockRecordsOf: (sessionId) => Buffer.concat([lockRecordsPrefix, Buffer.from(`${sessionId}/`)]),
+    lockRecord: (sessionId, key) => Buffer.concat([lockRecordsPrefix, Buffer.from(`${encodeURIComponent(sessionId)}/`), Buffer.from(key)]),
+    lockRecordsOf: (sessionId) => Buffer.concat([lockRecordsPrefix, Buffer.from(`${encodeURIComponent(sessionId)}/`)]),
     auditEntry: (seq) => Buffer.concat([auditPrefix, Buffer.from(String(seq).padStart(AUDIT_SEQ_WIDTH, '0'))]),
     auditHead: Buffer.from(`${root}ah`),
     sessionsPrefix,
@@ -73,7 +73,7 @@ export function keyLayout(prefix = '/holdfast/', namespace?: string): KeyLayout 
       const rest = under(lockRecordsPrefix, etcdKey);
       if (rest === null) return null;
       const slash = rest.indexOf('/');
-      return slash < 0 ? null : { sessionId: rest.slice(0, slash), key: rest.slice(slash + 1) };
+      return slash < 0 ? null : { sessionId: decodeURIComponent(rest.slice(0, slash)), key: rest.slice(slash + 1) };
     },
   };
 }
