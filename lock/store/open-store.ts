@@ -17,9 +17,10 @@ export async function openStore(config: ServerConfig): Promise<LockStore> {
   let store: LockStore;
   switch (config.HOLDFAST_STORE) {
     case 'embedded': {
-      const dataDir = path.resolve(config.HOLDFAST_DATA_DIR, 'pgdata');
-      await mkdir(dataDir, { recursive: true });
-      store = new SqlLockStore(await PgliteDatabase.open(dataDir), 'embedded', { sealer });
+      const ownerDir = path.resolve(config.HOLDFAST_DATA_DIR);
+      const dataDir = path.join(ownerDir, 'pgdata');
+      await mkdir(dataDir, { recursive: true, mode: 0o700 });
+      store = new SqlLockStore(await PgliteDatabase.open(dataDir, undefined, { ownerDir }), 'embedded', { sealer });
       break;
     }
     case 'postgres':
