@@ -50,6 +50,8 @@ export interface LockServiceOptions {
   /** Polling wait (stores without a ReleaseWaiter): first delay cap and the ceiling. */
   pollBaseMillis?: number;
   pollMaxMillis?: number;
+  /** Concurrent server-side waits one session may have here; more are 429 CONTENTION_EXCEEDED. */
+  maxWaitsPerSession?: number;
   /** The sealer the store seals with: verification checks links with the same key. */
   auditSealer?: AuditSealer;
 }
@@ -83,6 +85,7 @@ export class LockService {
   private readonly pollBaseMillis: number;
   private readonly pollMaxMillis: number;
   private readonly auditSealer: AuditSealer;
+  private readonly maxWaitsPerSession: number;
 
   constructor(
     readonly store: LockStore,
@@ -98,6 +101,7 @@ export class LockService {
     this.pollBaseMillis = options.pollBaseMillis ?? 25;
     this.pollMaxMillis = options.pollMaxMillis ?? 500;
     this.auditSealer = options.auditSealer ?? createAuditSealer();
+    this.maxWaitsPerSession = options.maxWaitsPerSession ?? 32;
     this.activity = new ActivityWindow(() => this.clock.now());
     metrics.setGaugeSource('lockWaiters', () => this.waiters.total());
     metrics.setGaugeSource('lockDeadlockCycles', () => this.waiters.deadlockCycles());
@@ -200,6 +204,11 @@ export class LockService {
       throw this.contended(who, result.holder, ctx);
     }
 
+    // A cap on parked waits: each holds a request, a timer and store polls. Refused like a
+    // spent budget (429, retry after backoff): the caller has too much in flight, nothing is wrong.
+    if (this.waiters.countForSession(sessionId) >= this.maxWaitsPerSession) {
+      throw this.contentionExceeded(who, 'waits', 1, ctx);
+    }
     // Registered before the first try, so a release landing between a failed try and the wait still wakes it.
     const waiter = this.waiters.register(req.key, sessionId, null);
     const deadline = startedAt + req.waitMillis;
@@ -380,7 +389,7 @@ export class LockService {
 
   private contentionExceeded(
     req: { key: string; sessionId: string },
-    scope: 'session' | 'shared',
+    scope: 'session' | 'shared' | 'waits',
     retryAfterSeconds: number,
     ctx: EventContext,
     holder: HeldLock | null = null,
@@ -393,6 +402,12 @@ export class LockService {
       holderSessionId: holder?.sessionId ?? null,
       reason: 'exceeded',
     });
+    if (scope === 'waits') {
+      return new ContentionExceededError(
+        `this session already has ${this.maxWaitsPerSession} waiting acquires on this server (HOLDFAST_MAX_WAITS_PER_SESSION); back off and retry`,
+        retryAfterSeconds,
+      );
+    }
     const whose = scope === 'session' ? "this session's" : 'the shared';
     return new ContentionExceededError(`${whose} contention budget is spent; back off and retry`, retryAfterSeconds);
   }

@@ -24,7 +24,10 @@ export async function openStore(config: ServerConfig): Promise<LockStore> {
       break;
     }
     case 'postgres':
-      store = new SqlLockStore(new PgDatabase(config.DATABASE_URL!, config.HOLDFAST_PG_POOL_SIZE), 'postgres', { sealer });
+      store = new SqlLockStore(new PgDatabase(config.DATABASE_URL!, config.HOLDFAST_PG_POOL_SIZE, {
+          connectTimeoutMillis: config.HOLDFAST_PG_CONNECT_TIMEOUT_MS,
+          statementTimeoutMillis: config.HOLDFAST_PG_STATEMENT_TIMEOUT_MS,
+        }), 'postgres', { sealer });
       break;
     case 'etcd': {
       // Loaded on demand so the embedded default never pulls in the etcd client.
