@@ -1,16 +1,29 @@
 /**
  * The store SPI: the one closed interface every backend implements.
  *
- * Rules every implementation keeps:
- * - Fencing tokens strictly increase across every grant the store ever makes.
- * - Time comes from the caller (`now`, epoch ms) so core owns the clock.
- * - A lock whose TTL has passed, or whose session is gone, is free: try-acquire
- *   treats it as absent even before a sweep deletes it.
+ * Rules every implementation keeps (the conformance suite, test/store/conformance/,
+ * pins each one against every backend):
+ * - Fencing tokens strictly increase across every grant the store ever makes, in
+ *   the order grants are answered: a token is drawn only after every row lock or
+ *   compare the grant depends on is held, so a grant answered later never carries
+ *   a lower token than one answered earlier (even across keys).
+ * - The store's clock decides liveness (PostgreSQL's clock_timestamp(), PGlite's,
+ *   etcd's leases); no method takes the caller's "now". Instants in records
+ *   (grantedAt, expiresAt, endedAt, ...) are the store's epoch milliseconds where
+ *   the store has a clock, else advisory (etcd: the answering server's reading).
+ * - A lock is live while its own TTL runs AND its session is live; a lock that is
+ *   not live is free: try-acquire treats it as absent even before a sweep deletes it,
+ *   and renew/release of it answer `lost`.
+ * - Session-scoped operations take a SessionCredential and check it in the same
+ *   statement/txn as the change: an unknown or lapsed session is
+ *   `session_not_found`, a live session with the wrong token hash is
+ *   `unauthenticated`, and in both cases nothing changes.
  * - Operations that touch many rows take them in one canonical order
- *   (sessions by id, then locks by key) so they cannot deadlock.
- * - forceRevoke and endSession-with-audit append the audit entry in the same
- *   transaction as the change: no audit, no change.
- * - A backend that cannot take writes throws NotLeaderError.
+ *   (sessions by id, then locks by key, then the audit head) so they cannot deadlock.
+ * - forceRevoke and killSession append the audit entry in the same transaction as
+ *   the change: no audit, no change. The store seals entries with the AuditSealer it
+ *   was built with, and keeps the chain head (last id and hash) beside the chain.
+ * - A backend that cannot take writes (or cannot be reached in time) throws NotLeaderError.
  *
  * Waiting for a release is an optional capability beside this interface
  * (ReleaseWaiter below); core detects it once when wired.
@@ -34,8 +47,25 @@ export interface SessionRecord {
   expiresAt: number;
 }
 
+/**
+ * What a caller presents to act on its own session: the id and the SHA-256 (hex)
+ * of the bearer sessionToken. Stores keep and compare only the hash.
+ */
+export interface SessionCredential {
+  sessionId: string;
+  tokenHash: string;
+}
+
+/** Why a session-scoped operation did nothing. */
+export type SessionRefusal = { kind: 'session_not_found' } | { kind: 'unauthenticated' };
+
 export interface HeldLock extends LockGrant {
   owner: string;
+}
+
+/** A grant that just ended, with the instant it ended (store clock where there is one). */
+export interface EndedLock extends HeldLock {
+  endedAt: number;
 }
 
 export type TryAcquireResult =
@@ -46,22 +76,21 @@ export type TryAcquireResult =
    * at which this was seen (etcd header revision), for revision-addressed waits.
    */
   | { kind: 'held'; holder: HeldLock; observedRevision?: string }
-  | { kind: 'session_not_found' };
+  | SessionRefusal;
 
-/** A lock the store removed, and why (for lock_expired / lock_released events). */
-export interface RemovedLock {
-  lock: HeldLock;
-}
+export type RenewResult = { kind: 'renewed'; lock: HeldLock } | { kind: 'lost' } | SessionRefusal;
+export type ReleaseResult = { kind: 'released'; lock: EndedLock } | { kind: 'lost' } | SessionRefusal;
+export type HeartbeatResult = { kind: 'alive'; session: SessionRecord } | SessionRefusal;
+export type CloseSessionResult = { kind: 'closed'; ended: EndedSession } | SessionRefusal;
 
 export interface EndedSession {
   session: SessionRecord;
   cause: SessionEndCause;
-  releasedLocks: HeldLock[];
+  releasedLocks: EndedLock[];
 }
 
-/** What core asks the store to append; the store assigns id, prevHash and hash. */
+/** What core asks the store to append; the store stamps `at` and assigns id, prevHash and hash. */
 export interface AuditDraft {
-  at: number;
   actor: string;
   requestId: string;
   reason: string;
@@ -69,7 +98,7 @@ export interface AuditDraft {
 
 export interface ForceRevokeResult {
   outcome: 'REVOKED' | 'NOT_HELD' | 'TOKEN_MISMATCH';
-  revoked?: HeldLock;
+  revoked?: EndedLock;
   /** The current holder when the outcome is TOKEN_MISMATCH. */
   holder?: HeldLock;
   audit: AuditEntry;
@@ -80,9 +109,18 @@ export interface KillSessionResult {
   audit: AuditEntry;
 }
 
+/** The recorded head of the audit chain: verification compares the chain with it. */
+export interface AuditHead {
+  /** Id of the newest entry ("0" when the chain is empty). */
+  lastId: string;
+  lastHash: string;
+}
+
 export interface StoreSummary {
   heldLocks: number;
   activeSessions: number;
+  /** Age (store clock) of the oldest live grant in milliseconds; 0 when nothing is held. */
+  oldestHeldMillis: number;
 }
 
 export interface ListQuery {
@@ -103,50 +141,45 @@ export interface LockStore {
   /** Connect and create/migrate the schema; idempotent. */
   init(): Promise<void>;
   close(): Promise<void>;
-  /** Throws when the backend cannot serve (readiness). */
+  /** Throws (NotLeaderError) when the backend cannot serve (readiness). */
   ping(): Promise<void>;
 
-  openSession(session: SessionRecord): Promise<SessionRecord>;
-  /** Extends a live session; null when unknown or already expired. */
-  heartbeat(sessionId: string, now: number): Promise<SessionRecord | null>;
-  getSession(sessionId: string, now: number): Promise<SessionRecord | null>;
-  /** Ends a live session and releases its locks (closed by its owner). Null if not live. */
-  closeSession(sessionId: string, now: number): Promise<EndedSession | null>;
+  /** The store stamps createdAt/lastHeartbeatAt/expiresAt with its own clock. */
+  openSession(req: { sessionId: string; owner: string; ttlMillis: number; tokenHash: string }): Promise<SessionRecord>;
+  /** Extends a live session by its TTL from the store's now. */
+  heartbeat(credential: SessionCredential): Promise<HeartbeatResult>;
+  /** A live session (admin views); null when unknown or lapsed. */
+  getSession(sessionId: string): Promise<SessionRecord | null>;
+  /** Ends a live session and releases its locks (closed by its owner). */
+  closeSession(credential: SessionCredential): Promise<CloseSessionResult>;
   /** Ends a session by operator order, with its audit entry in the same transaction. */
-  killSession(sessionId: string, now: number, audit: AuditDraft): Promise<KillSessionResult>;
-  /** Sweeper: ends up to `limit` sessions whose TTL passed, releasing their locks. */
-  expireSessions(now: number, limit: number): Promise<EndedSession[]>;
+  killSession(sessionId: string, audit: AuditDraft): Promise<KillSessionResult>;
+  /** Sweeper: ends up to `limit` sessions whose TTL passed (store clock), releasing their locks. */
+  expireSessions(limit: number): Promise<EndedSession[]>;
   /** Sweeper: deletes up to `limit` locks whose own TTL passed (locks of ended sessions go with them). */
-  expireLocks(now: number, limit: number): Promise<HeldLock[]>;
-  listSessions(query: ListQuery, now: number): Promise<Page<SessionInfo>>;
+  expireLocks(limit: number): Promise<EndedLock[]>;
+  listSessions(query: ListQuery): Promise<Page<SessionInfo>>;
 
-  tryAcquire(req: { key: string; sessionId: string; ttlMillis: number; now: number }): Promise<TryAcquireResult>;
-  /** Extends a lock held by (key, token, session); null when it no longer holds. */
-  renew(req: {
-    key: string;
-    sessionId: string;
-    fencingToken: FencingToken;
-    ttlMillis: number;
-    now: number;
-  }): Promise<HeldLock | null>;
-  /** Compare-and-delete on (key, token); null when that grant no longer holds. */
-  release(req: { key: string; fencingToken: FencingToken; now: number }): Promise<HeldLock | null>;
+  tryAcquire(req: { key: string; session: SessionCredential; ttlMillis: number }): Promise<TryAcquireResult>;
+  /**
+   * Extends a lock held by (key, token, session). Without `ttlMillis` the grant keeps
+   * its own TTL (a renew never shortens a lock by accident).
+   */
+  renew(req: { key: string; session: SessionCredential; fencingToken: FencingToken; ttlMillis?: number }): Promise<RenewResult>;
+  /** Compare-and-delete on (key, token) of the calling session's live grant. */
+  release(req: { key: string; session: SessionCredential; fencingToken: FencingToken }): Promise<ReleaseResult>;
   /** The live holder of a key, or null. */
-  readLock(key: string, now: number): Promise<HeldLock | null>;
-  listLocks(query: ListQuery & { prefix?: string }, now: number): Promise<Page<HeldLock>>;
-  forceRevoke(req: {
-    key: string;
-    expectedFencingToken?: FencingToken;
-    now: number;
-    audit: AuditDraft;
-  }): Promise<ForceRevokeResult>;
+  readLock(key: string): Promise<HeldLock | null>;
+  listLocks(query: ListQuery & { prefix?: string }): Promise<Page<HeldLock>>;
+  forceRevoke(req: { key: string; expectedFencingToken?: FencingToken; audit: AuditDraft }): Promise<ForceRevokeResult>;
 
   /** Newest first; optional exact-match filters. */
   listAudit(query: AuditQuery): Promise<Page<AuditEntry>>;
   /** Every audit entry in chain order, for verification. */
   readAuditChain(): AsyncIterable<AuditEntry>;
+  readAuditHead(): Promise<AuditHead>;
 
-  summary(now: number): Promise<StoreSummary>;
+  summary(): Promise<StoreSummary>;
 }
 
 export type WaitResult =

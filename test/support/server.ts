@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../lock/config.js';
 import { startHoldfastServer, type RunningServer, type StartOptions } from '../../lock/holdfast-server.js';
+import { loadAuditSealer } from '../../lock/audit/audit-key.js';
 import { openStore } from '../../lock/store/open-store.js';
 import type { LockStore } from '../../lock/store/spi.js';
 import { PgliteDatabase } from '../../lock/store/sql/pglite-database.js';
@@ -40,6 +41,8 @@ export interface StartServerOptions {
   wrapStore?: (store: LockStore) => LockStore;
   clock?: StartOptions['clock'];
   random?: StartOptions['random'];
+  /** Extra entries for the tokens file (e.g. role `client`). */
+  tokens?: { name: string; token: string; role: 'viewer' | 'operator' | 'client' }[];
 }
 
 export async function startServer(options: StartServerOptions = {}): Promise<TestServer> {
@@ -53,6 +56,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Tes
     JSON.stringify([
       { name: 'test-operator', token: operatorToken, role: 'operator' },
       { name: 'test-viewer', token: viewerToken, role: 'viewer' },
+      ...(options.tokens ?? []),
     ]),
   );
 
@@ -68,7 +72,8 @@ export async function startServer(options: StartServerOptions = {}): Promise<Tes
   let stopBackend = async () => {};
   let store: LockStore;
   if (storeName === 'embedded') {
-    store = new SqlLockStore(await PgliteDatabase.open(undefined, await pgliteTemplate()), 'embedded');
+    const sealer = await loadAuditSealer(options.env?.HOLDFAST_AUDIT_KEY_FILE);
+    store = new SqlLockStore(await PgliteDatabase.open(undefined, await pgliteTemplate()), 'embedded', { sealer });
   } else if (storeName === 'postgres') {
     databaseUrl = await (await sharedPostgres()).createDatabase();
     env.DATABASE_URL = databaseUrl;
