@@ -49,6 +49,14 @@ export class PgDatabase implements SqlDatabase {
 
   async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
+    // A checked-out client has no pool listener: without its own, a connection dropped mid-
+    // transaction (PostgreSQL restarted, network cut) is an unhandled 'error' that kills the
+    // process. The failure still reaches the caller through the pending query.
+    let connectionError: Error | undefined;
+    const onError = (error: Error) => {
+      connectionError = error;
+    };
+    client.on('error', onError);
     try {
       await client.query('BEGIN');
       const tx: Queryable = {
@@ -57,6 +65,7 @@ export class PgDatabase implements SqlDatabase {
       };
       const result = await work(tx);
       await client.query('COMMIT');
+      client.off('error', onError);
       client.release();
       return result;
     } catch (error) {
@@ -65,7 +74,8 @@ export class PgDatabase implements SqlDatabase {
         () => undefined,
         (rollbackError: Error) => rollbackError,
       );
-      client.release(rollbackFailure);
+      client.off('error', onError);
+      client.release(rollbackFailure ?? connectionError);
       throw error;
     }
   }
