@@ -4,32 +4,23 @@
  * sessions, waits, store, scrape health).
  */
 import { DashboardBuilder, RowBuilder } from '@grafana/grafana-foundation-sdk/dashboard';
-import { HEALTH_THRESHOLDS, HOLDFAST_JOB, STORE_WRITE_OPS } from '../alerts/config.js';
-import { BURN_TIERS, OBJECTIVE_PERCENT, SLO_AGGREGATION_LABEL } from '../alerts/slo.js';
-import { SLO_S1 } from '../contract/metric-table.js';
+import { STORE_WRITE_OPS, groupingLabels, type MonitoringConfig } from '../alerts/config.js';
+import { sloModel } from '../alerts/slo.js';
 import * as units from '@grafana/grafana-foundation-sdk/units';
 import { datasourceVariable, FILTER, labelVariable, stat, timeseries } from './panels.js';
-import {
-  AVAILABILITY,
-  BUDGET_REMAINING,
-  METRICS,
-  STORE_BAD_OUTCOMES,
-  burnRate,
-  increaseOf,
-  quantile,
-  rateOf,
-  sdk,
-  server,
-} from './queries.js';
+import { METRICS, STORE_BAD_OUTCOMES, dashboardQueries, increaseOf, rateOf } from './queries.js';
 
 export const OVERVIEW_UID = 'holdfast-overview';
 export const BURN_UNIT = 'suffix:×';
 
-const fastTier = BURN_TIERS[0]!;
-const slowestPageTier = BURN_TIERS.find((t) => t.severity === 'critical' && t !== fastTier) ?? fastTier;
-
-export function overviewDashboard(): DashboardBuilder {
-  const by = SLO_AGGREGATION_LABEL;
+export function overviewDashboard(config: MonitoringConfig): DashboardBuilder {
+  const by = groupingLabels(config).join(', ');
+  const legend = groupingLabels(config).map((label) => `{{${label}}}`).join(' ');
+  const slo = sloModel(config);
+  const T = config.thresholds;
+  const { server, sdk, quantile, burnRate } = dashboardQueries(config);
+  const fastTier = slo.burnTiers[0]!;
+  const slowestPageTier = slo.burnTiers.find((t) => t.action === 'page' && t !== fastTier) ?? fastTier;
   return new DashboardBuilder('Holdfast — lock service overview')
     .uid(OVERVIEW_UID)
     .description('Availability SLO S1, traffic, latency, contention, sessions, waits and store health of Holdfast lock servers.')
@@ -50,12 +41,12 @@ export function overviewDashboard(): DashboardBuilder {
         title: 'S1 availability (30 d)',
         description:
           `Share of acquire, renew and release requests over the last 30 days not answered not_leader or error, per backend, ` +
-          `from increase() over the whole window. Objective ${OBJECTIVE_PERCENT}. Red means the objective is already missed: ` +
+          `from increase() over the whole window. Objective ${slo.objectivePercent}. Red means the objective is already missed: ` +
           `freeze risky changes and open the SLO dashboard to see which window burned the budget.`,
         unit: units.PercentUnit,
         decimals: 3,
-        queries: [{ expr: AVAILABILITY, legend: `{{${by}}}` }],
-        steps: ['red', [SLO_S1.objective, 'green']],
+        queries: [{ expr: dashboardQueries(config).availability, legend }],
+        steps: ['red', [slo.objective, 'green']],
         width: 6,
       }),
     )
@@ -68,7 +59,7 @@ export function overviewDashboard(): DashboardBuilder {
           'Orange below 25 %: slow down releases. Red: the budget is gone; follow runbooks/holdfast-error-budget-slow-burn.md.',
         unit: units.PercentUnit,
         decimals: 1,
-        queries: [{ expr: BUDGET_REMAINING, legend: `{{${by}}}` }],
+        queries: [{ expr: dashboardQueries(config).budgetRemaining, legend }],
         steps: ['red', [0, 'orange'], [0.25, 'green']],
         width: 6,
       }),
@@ -84,8 +75,8 @@ export function overviewDashboard(): DashboardBuilder {
             'Above them the fast-burn alert pages: check the acquire outcome panel for not_leader/error and the store panels.',
           unit: BURN_UNIT,
           queries: [
-            { expr: burnRate(fastTier.long), legend: `${fastTier.long} {{${by}}}` },
-            { expr: burnRate(slowestPageTier.long), legend: `${slowestPageTier.long} {{${by}}}` },
+            { expr: burnRate(fastTier.long), legend: `${fastTier.long} ${legend}` },
+            { expr: burnRate(slowestPageTier.long), legend: `${slowestPageTier.long} ${legend}` },
           ],
           steps: ['green', [slowestPageTier.factor, 'orange'], [fastTier.factor, 'red']],
           width: 12,
@@ -171,7 +162,7 @@ export function overviewDashboard(): DashboardBuilder {
           'Locks held in the store, per backend (every instance reads the same store, so the panel takes the max, not the sum). ' +
           'A steady climb without more traffic means holders forget to release and rely on TTL expiry: list them with `holdfast locks ls`.',
         unit: units.Short,
-        queries: [{ expr: `max by (${by}) (${server(METRICS.lockHeld)})`, legend: `{{${by}}}` }],
+        queries: [{ expr: `max by (${by}) (${server(METRICS.lockHeld)})`, legend }],
         steps: ['green'],
         width: 8,
         min: 0,
@@ -186,8 +177,8 @@ export function overviewDashboard(): DashboardBuilder {
             'Acquire requests waiting server-side (waitMillis > 0), summed over instances. The red line is the ' +
             'waiters-piling-up alert threshold: find the hot key on the console\'s /locks page and whether its holder is stuck.',
           unit: units.Short,
-          queries: [{ expr: `sum by (${by}) (${server(METRICS.lockWaiters)})`, legend: `{{${by}}}` }],
-          steps: ['green', [HEALTH_THRESHOLDS.waiters, 'red']],
+          queries: [{ expr: `sum by (${by}) (${server(METRICS.lockWaiters)})`, legend }],
+          steps: ['green', [T.waiters, 'red']],
           width: 8,
           min: 0,
         },
@@ -202,7 +193,7 @@ export function overviewDashboard(): DashboardBuilder {
           'Sessions alive in the store, per backend (max over instances: all read the same store). A sudden drop together with ' +
           'TTL expiries means clients lost their heartbeats (network, GC pauses, a stalled store).',
         unit: units.Short,
-        queries: [{ expr: `max by (${by}) (${server(METRICS.lockSessionsActive)})`, legend: `{{${by}}}` }],
+        queries: [{ expr: `max by (${by}) (${server(METRICS.lockSessionsActive)})`, legend }],
         steps: ['green'],
         width: 8,
         min: 0,
@@ -304,7 +295,7 @@ export function overviewDashboard(): DashboardBuilder {
             `(${STORE_WRITE_OPS.join(', ')}). Slow writes delay heartbeats and can expire sessions: check the database/etcd first.`,
           unit: units.Seconds,
           queries: [{ expr: quantile(0.99, METRICS.lockStoreSeconds, ['op']), legend: '{{op}}' }],
-          steps: ['green', [HEALTH_THRESHOLDS.storeWriteP99Seconds, 'red']],
+          steps: ['green', [T.storeWriteP99Seconds, 'red']],
           width: 12,
           min: 0,
         },
@@ -335,10 +326,10 @@ export function overviewDashboard(): DashboardBuilder {
         id: 18,
         title: 'Scrape targets up',
         description:
-          `1 when Prometheus scraped the Holdfast server (job ${HOLDFAST_JOB}) successfully, 0 when not. A 0 hides that server ` +
+          `1 when Prometheus scraped the Holdfast server (${config.jobSelector}) successfully, 0 when not. A 0 hides that server ` +
           'from every other panel: see runbooks/holdfast-target-down.md.',
         unit: units.Short,
-        queries: [{ expr: `up{job="${HOLDFAST_JOB}", ${FILTER.instance}}`, legend: '{{instance}}' }],
+        queries: [{ expr: dashboardQueries(config).up, legend: '{{instance}}' }],
         steps: ['red', [1, 'green']],
         width: 24,
         height: 5,
