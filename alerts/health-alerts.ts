@@ -244,7 +244,7 @@ export function metaAlertGroup(ctx: RuleContext): RuleGroup {
         action: 'page',
         expr: `absent(${ctx.up} == 1)`,
         labels: FLEET_WIDE,
-        summary: 'No Holdfast server is being scraped successfully.',
+        summary: `No Holdfast server has been scraped successfully for ${humanDuration(ctx.pending(TARGET_MISSING_ALERT))}.`,
         description:
           `Prometheus has had no healthy target matching ${ctx.config.jobSelector} for ${humanDuration(ctx.pending(TARGET_MISSING_ALERT))} (absent = {{ $value }}): ` +
           `every Holdfast server is down or vanished from service discovery, and every SLO alert is blind.`,
