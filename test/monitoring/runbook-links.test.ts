@@ -19,7 +19,8 @@ const CONSOLE_PAGES = ['/', '/locks', '/locks/<key>', '/sessions', '/audit'];
  */
 const CLI: Record<string, readonly string[]> = {
   server: [],
-  'locks ls': ['--prefix', '--limit', '--cursor'],
+  // --sort age|waiters|key: the on-call listing of issue 13 (lands with the CLI work).
+  'locks ls': ['--prefix', '--limit', '--cursor', '--sort'],
   'locks show': [],
   revoke: ['--reason', '--expect-token'],
   'sessions ls': ['--limit', '--cursor'],
