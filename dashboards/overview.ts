@@ -4,7 +4,8 @@
  * sessions, waits, store, scrape health).
  */
 import { DashboardBuilder, RowBuilder } from '@grafana/grafana-foundation-sdk/dashboard';
-import { STORE_WRITE_OPS, groupingLabels, type MonitoringConfig } from '../alerts/config.js';
+import { STORE_WRITE_OPS, groupingLabels, humanSeconds, type MonitoringConfig } from '../alerts/config.js';
+import { selector } from '../alerts/promql.js';
 import { sloModel } from '../alerts/slo.js';
 import * as units from '@grafana/grafana-foundation-sdk/units';
 import { datasourceVariable, FILTER, labelVariable, stat, timeseries } from './panels.js';
@@ -251,6 +252,61 @@ export function overviewDashboard(config: MonitoringConfig): DashboardBuilder {
         { thresholdLines: true },
       ),
     )
+    .withRow(new RowBuilder('Lock age and sweeper').id(105))
+    .withPanel(
+      timeseries(
+        {
+          id: 19,
+          title: 'Oldest held lock',
+          description:
+            'Age of the oldest lock held in the store, per backend (max over instances: one store). The red line is the ' +
+            `lock-held-too-long alert threshold (${humanSeconds(T.lockHeldTooLongSeconds)}). A line that climbs steadily is one holder ` +
+            'keeping its lock: find it with `holdfast locks ls --sort age` and follow runbooks/holdfast-lock-held-too-long.md.',
+          unit: units.Seconds,
+          queries: [{ expr: `max by (${by}) (${server(METRICS.lockOldestHeldSeconds)})`, legend }],
+          steps: ['green', [T.lockHeldTooLongSeconds, 'red']],
+          width: 8,
+          min: 0,
+        },
+        { thresholdLines: true },
+      ),
+    )
+    .withPanel(
+      timeseries({
+        id: 20,
+        title: 'Lock hold duration p50 / p99 by outcome',
+        description:
+          'How long locks were held, grant to end, from lock_hold_seconds, by how the hold ended: released (by the holder), ' +
+          'expired (TTL passed), revoked (an operator) or session_ended. A rising expired share means holders crash or forget ' +
+          'to release; a p99 near the TTL means holders rely on expiry.',
+        unit: units.Seconds,
+        queries: [
+          { expr: quantile(0.5, METRICS.lockHoldSeconds, ['outcome']), legend: 'p50 {{outcome}}' },
+          { expr: quantile(0.99, METRICS.lockHoldSeconds, ['outcome']), legend: 'p99 {{outcome}}' },
+        ],
+        steps: ['green'],
+        width: 8,
+        min: 0,
+      }),
+    )
+    .withPanel(
+      timeseries(
+        {
+          id: 21,
+          title: 'Sweep lag',
+          description:
+            'Age of the oldest session or lock expiry that is overdue and not yet swept, per instance. Near 0 is healthy; the red ' +
+            `line is the sweep-lagging alert threshold (${humanSeconds(T.sweepLagSeconds)}). Above it, keys of dead holders stay locked: ` +
+            'see runbooks/holdfast-sweep-lagging.md.',
+          unit: units.Seconds,
+          queries: [{ expr: `max by (${by}, instance) (${server(METRICS.lockSweepLagSeconds)})`, legend: `${legend} {{instance}}` }],
+          steps: ['green', [T.sweepLagSeconds, 'red']],
+          width: 8,
+          min: 0,
+        },
+        { thresholdLines: true },
+      ),
+    )
     .withRow(new RowBuilder('Server-side waits').id(103))
     .withPanel(
       timeseries({
@@ -331,9 +387,28 @@ export function overviewDashboard(config: MonitoringConfig): DashboardBuilder {
         unit: units.Short,
         queries: [{ expr: dashboardQueries(config).up, legend: '{{instance}}' }],
         steps: ['red', [1, 'green']],
-        width: 24,
+        width: 16,
         height: 5,
         min: 0,
+      }),
+    )
+    .withPanel(
+      stat({
+        id: 22,
+        title: 'Versions running',
+        description:
+          'Server instances per Holdfast version and Node.js version, from holdfast_build_info. More than one version outside a ' +
+          'rolling deploy means some instances were not upgraded: compare with the deploy and restart the stragglers.',
+        unit: units.Short,
+        decimals: 0,
+        queries: [
+          {
+            expr: `count by (version, node_version) (${selector(METRICS.holdfastBuildInfo, { raw: [config.jobSelector, FILTER.instance] })})`,
+            legend: '{{version}} on Node {{node_version}}',
+          },
+        ],
+        steps: ['green'],
+        width: 8,
       }),
     );
 }
