@@ -23,6 +23,12 @@ export interface MetricSpec {
   readonly emitter: Emitter;
   readonly buckets?: readonly number[];
   /**
+   * Labels whose value is fixed when the process starts (build version,
+   * runtime version), not a closed set: an info metric's one series. Their
+   * value lists in `labels` stay empty.
+   */
+  readonly buildLabels?: readonly string[];
+  /**
    * Histograms only: keep one exemplar per bucket (the latest observation's
    * trace_id / span_id), rendered when the scraper asks for OpenMetrics.
    */
@@ -38,6 +44,9 @@ export const LOCK_LATENCY_BUCKETS = [
 export const STORE_LATENCY_BUCKETS = [
   0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
 ] as const;
+
+/** How long a lock is held, grant to end: a second to a day (TTL renewals can keep a lock for hours). */
+export const HOLD_DURATION_BUCKETS = [0.01, 0.1, 0.5, 1, 5, 15, 30, 60, 300, 900, 1800, 3600, 14400, 86400] as const;
 
 /** SDK attempts per acquire: maxAttempts defaults to 12. */
 export const ATTEMPT_BUCKETS = [1, 2, 3, 4, 6, 8, 12, 16, 24] as const;
@@ -76,6 +85,7 @@ export const STORE_OPS = [
 ] as const;
 export const STORE_OUTCOMES = ['ok', 'not_leader', 'error'] as const;
 export const CLIENT_ATTEMPT_OUTCOMES = ['granted', 'not_granted', 'error'] as const;
+export const HOLD_OUTCOMES = ['released', 'expired', 'revoked', 'session_ended'] as const;
 
 export type AcquireOutcome = (typeof ACQUIRE_OUTCOMES)[number];
 export type ReleaseOutcome = (typeof RELEASE_OUTCOMES)[number];
@@ -86,6 +96,7 @@ export type ForceRevokeOutcome = (typeof FORCE_REVOKE_OUTCOMES)[number];
 export type StoreOp = (typeof STORE_OPS)[number];
 export type StoreOutcome = (typeof STORE_OUTCOMES)[number];
 export type ClientAttemptOutcome = (typeof CLIENT_ATTEMPT_OUTCOMES)[number];
+export type HoldOutcome = (typeof HOLD_OUTCOMES)[number];
 
 const backend = { backend: BACKENDS } as const;
 
@@ -93,7 +104,7 @@ export const METRICS = {
   lockAcquireSeconds: {
     name: 'lock_acquire_seconds',
     type: 'histogram',
-    help: 'Time to answer an acquire request (L4), including any server-side wait, by outcome.',
+    help: 'Time to answer an acquire request, including any server-side wait, by outcome.',
     unit: 'seconds',
     labels: { ...backend, outcome: ACQUIRE_OUTCOMES },
     emitter: 'server',
@@ -103,7 +114,7 @@ export const METRICS = {
   lockReleaseTotal: {
     name: 'lock_release_total',
     type: 'counter',
-    help: 'Release requests (L6) answered, by outcome.',
+    help: 'Release requests answered, by outcome.',
     unit: 'requests',
     labels: { ...backend, outcome: RELEASE_OUTCOMES },
     emitter: 'server',
@@ -111,7 +122,7 @@ export const METRICS = {
   lockRenewTotal: {
     name: 'lock_renew_total',
     type: 'counter',
-    help: 'Renew requests (L5) answered, by outcome.',
+    help: 'Renew requests answered, by outcome.',
     unit: 'requests',
     labels: { ...backend, outcome: RENEW_OUTCOMES },
     emitter: 'server',
@@ -160,7 +171,7 @@ export const METRICS = {
   lockSessionExpiredTotal: {
     name: 'lock_session_expired_total',
     type: 'counter',
-    help: 'Sessions ended, by cause: ttl (no heartbeat), closed (L3) or killed (A6).',
+    help: 'Sessions ended, by cause: ttl (no heartbeat in time), closed (by the client) or killed (by an operator).',
     unit: 'sessions',
     labels: { ...backend, cause: SESSION_EXPIRY_CAUSES },
     emitter: 'server',
@@ -168,7 +179,7 @@ export const METRICS = {
   lockForceRevokeTotal: {
     name: 'lock_force_revoke_total',
     type: 'counter',
-    help: 'Operator force-revokes (A3), by outcome.',
+    help: 'Locks an operator tried to force-revoke, by outcome.',
     unit: 'requests',
     labels: { ...backend, outcome: FORCE_REVOKE_OUTCOMES },
     emitter: 'server',
@@ -179,6 +190,40 @@ export const METRICS = {
     help: 'Cycles in the wait-for graph of sessions waiting on this server instance.',
     unit: 'cycles',
     labels: backend,
+    emitter: 'server',
+  },
+  lockOldestHeldSeconds: {
+    name: 'lock_oldest_held_seconds',
+    type: 'gauge',
+    help: 'Age of the oldest lock currently held in the store, from its grant; 0 when none is held.',
+    unit: 'seconds',
+    labels: backend,
+    emitter: 'server',
+  },
+  lockHoldSeconds: {
+    name: 'lock_hold_seconds',
+    type: 'histogram',
+    help: 'How long locks were held, from grant to end, by how the hold ended.',
+    unit: 'seconds',
+    labels: { ...backend, outcome: HOLD_OUTCOMES },
+    emitter: 'server',
+    buckets: HOLD_DURATION_BUCKETS,
+  },
+  lockSweepLagSeconds: {
+    name: 'lock_sweep_lag_seconds',
+    type: 'gauge',
+    help: 'Age of the oldest session or lock expiry that is overdue and not yet swept; 0 when the sweeper is up to date.',
+    unit: 'seconds',
+    labels: backend,
+    emitter: 'server',
+  },
+  holdfastBuildInfo: {
+    name: 'holdfast_build_info',
+    type: 'gauge',
+    help: 'Always 1; its labels say which Holdfast version and Node.js version this server runs.',
+    unit: 'info',
+    labels: { version: [], node_version: [] },
+    buildLabels: ['version', 'node_version'],
     emitter: 'server',
   },
   lockStoreSeconds: {
@@ -201,7 +246,7 @@ export const METRICS = {
   lockClientAcquireAttempts: {
     name: 'lock_client_acquire_attempts',
     type: 'histogram',
-    help: 'L4 attempts the SDK made per acquire call, by how the call ended.',
+    help: 'Acquire requests the SDK sent per acquire call, by how the call ended.',
     unit: 'attempts',
     labels: { outcome: CLIENT_ATTEMPT_OUTCOMES },
     emitter: 'sdk',
