@@ -17,6 +17,11 @@ const run = promisify(execFile);
 const root = path.resolve(import.meta.dirname, '../..');
 const OPERATOR_TOKEN = 'op-production-install-test-token-0123456789';
 
+/** A production process environment: nothing of this test runner's (no tsx loader, no NODE_OPTIONS). */
+function productionEnv(vars: Record<string, string>): NodeJS.ProcessEnv {
+  return { PATH: process.env.PATH ?? '/usr/bin:/bin', NODE_ENV: 'production', ...vars };
+}
+
 let work: string;
 let app: string;
 let server: ChildProcess | undefined;
@@ -43,22 +48,22 @@ beforeAll(async () => {
   writeFileSync(path.join(work, 'tokens.json'), JSON.stringify([{ name: 'ops', token: OPERATOR_TOKEN, role: 'operator' }]));
   const port = await freePort();
   url = `http://127.0.0.1:${port}`;
-  server = spawn(process.execPath, ['bin/holdfast.js', 'server'], {
+  const child = spawn(process.execPath, ['bin/holdfast.js', 'server'], {
     cwd: app,
-    env: {
-      PATH: process.env.PATH,
+    env: productionEnv({
       HOLDFAST_PORT: String(port),
       HOLDFAST_DATA_DIR: path.join(work, 'data'),
       HOLDFAST_ADMIN_TOKENS_FILE: path.join(work, 'tokens.json'),
-    },
+    }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  server.stdout!.on('data', (chunk) => (serverOutput += chunk));
-  server.stderr!.on('data', (chunk) => (serverOutput += chunk));
-  exited = new Promise((resolve) => server!.on('exit', (code, signal) => resolve(code ?? signal ?? -1)));
+  server = child;
+  child.stdout!.on('data', (chunk) => (serverOutput += chunk));
+  child.stderr!.on('data', (chunk) => (serverOutput += chunk));
+  exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal ?? -1)));
   const deadline = Date.now() + 90_000;
   for (;;) {
-    if (server.exitCode !== null) throw new Error(`the compiled server exited early:\n${serverOutput}`);
+    if (child.exitCode !== null) throw new Error(`the compiled server exited early:\n${serverOutput}`);
     const ready = await fetch(`${url}/readyz`).then((r) => r.ok, () => false);
     if (ready) break;
     if (Date.now() > deadline) throw new Error(`the compiled server did not become ready:\n${serverOutput}`);
@@ -107,7 +112,7 @@ describe('production install (npm ci --omit=dev) of the compiled server', () => 
     expect(grant.status).toBe(200);
     const { stdout } = await run(process.execPath, ['bin/holdfast.js', 'locks', 'ls', '--json'], {
       cwd: app,
-      env: { PATH: process.env.PATH, HOLDFAST_URL: url, HOLDFAST_TOKEN: OPERATOR_TOKEN },
+      env: productionEnv({ HOLDFAST_URL: url, HOLDFAST_TOKEN: OPERATOR_TOKEN }),
       timeout: 30_000,
     });
     const page = JSON.parse(stdout) as { items: { key: string; owner: string }[] };
