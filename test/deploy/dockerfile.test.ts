@@ -163,7 +163,7 @@ describe('Dockerfile', () => {
     const server = await startServer();
     try {
       const probe = (port: string) =>
-        promisify(execFile)(process.execPath, args, { env: { PATH: process.env.PATH ?? '', HOLDFAST_PORT: port }, timeout: 10_000 }).then(
+        promisify(execFile)(process.execPath, args, { env: { PATH: process.env.PATH ?? '', NODE_ENV: 'production', HOLDFAST_PORT: port }, timeout: 10_000 }).then(
           () => 0,
           (error: { code: number }) => error.code,
         );

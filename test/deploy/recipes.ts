@@ -12,7 +12,8 @@ import { loadConfig, type ServerConfig } from '../../lock/config.js';
 export const root = path.resolve(import.meta.dirname, '../..');
 
 export const read = (file: string): string => readFileSync(path.join(root, file), 'utf8');
-export const readYaml = <T = Record<string, unknown>>(file: string): T => parse(read(file)) as T;
+/** `merge`: Compose files share settings through YAML merge keys (`<<: *anchor`). */
+export const readYaml = <T = Record<string, unknown>>(file: string): T => parse(read(file), { merge: true }) as T;
 export const readYamlDocuments = <T = Record<string, unknown>>(file: string): T[] =>
   parseAllDocuments(read(file)).map((doc) => doc.toJS() as T);
 
