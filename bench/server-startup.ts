@@ -35,10 +35,9 @@ function memoryMiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
 
 async function startOnce(runtime: Runtime, env: Record<string, string>): Promise<Sample> {
   const port = await freePort();
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'holdfast-startup-'));
   const started = performance.now();
   const child = spawn(process.execPath, [BIN, 'server'], {
-    env: { ...process.env, ...env, HOLDFAST_RUNTIME: runtime, HOLDFAST_PORT: String(port), HOLDFAST_DATA_DIR: dataDir },
+    env: { ...process.env, ...env, HOLDFAST_RUNTIME: runtime, HOLDFAST_PORT: String(port) },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
@@ -56,7 +55,6 @@ async function startOnce(runtime: Runtime, env: Record<string, string>): Promise
   } finally {
     child.kill('SIGTERM');
     await exited;
-    rmSync(dataDir, { recursive: true, force: true });
   }
 }
 
@@ -67,9 +65,13 @@ async function main(): Promise<void> {
   const wanted = process.argv.slice(2) as StoreName[];
   const stores: StoreName[] = wanted.length > 0 ? wanted : ['postgres', 'embedded'];
   let cluster: PostgresCluster | undefined;
+  const dataDirs: string[] = [];
   try {
     for (const store of stores) {
-      let env: Record<string, string> = { HOLDFAST_STORE: store };
+      // One data directory per store, reused: the embedded store's first start (initdb in WASM) is unmeasured.
+      const dataDir = mkdtempSync(path.join(tmpdir(), 'holdfast-startup-'));
+      dataDirs.push(dataDir);
+      let env: Record<string, string> = { HOLDFAST_STORE: store, HOLDFAST_DATA_DIR: dataDir };
       if (store === 'postgres') {
         cluster ??= await startPostgres();
         env = { ...env, DATABASE_URL: await cluster.createDatabase() };
@@ -91,6 +93,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await cluster?.stop();
+    for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true });
   }
 }
 
