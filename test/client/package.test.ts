@@ -107,7 +107,7 @@ describe('@holdfast/client, packed and installed', () => {
     expect(checked.output).toBe('');
     expect(checked.code).toBe(0);
     const stdout = await node('out/example.cjs');
-    expect(stdout).toMatch(/^cjs: no prom-client; granted package-test:cjs with token \d+$/m);
+    expect(stdout).toMatch(/^cjs: no optional peer; granted package-test:cjs with token \d+$/m);
     expect(stdout).toContain('cjs: released');
     const info = (await fetch(`${server.url}/v1/locks/${encodeURIComponent('package-test:cjs')}`).then((r) => r.json())) as object;
     expect(info).toMatchObject({ held: false });

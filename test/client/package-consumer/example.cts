@@ -2,12 +2,15 @@
 import { LockClient, type LockHandle } from '@holdfast/client';
 
 async function main(): Promise<void> {
-  let peers = 'prom-client installed';
-  try {
-    require.resolve('prom-client');
-  } catch {
-    peers = 'no prom-client';
-  }
+  const installed = ['prom-client', '@opentelemetry/api'].filter((peer) => {
+    try {
+      require.resolve(peer);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  const peers = installed.length === 0 ? 'no optional peer' : `installed: ${installed.join(', ')}`;
   const client = new LockClient({ baseUrl: process.env.HOLDFAST_URL ?? 'http://127.0.0.1:7070' });
   const session = await client.openSession({ owner: 'cjs-example' });
   try {
