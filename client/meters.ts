@@ -2,7 +2,8 @@
  * The SDK's two meters (C4), named and labelled by contract/metric-table.ts.
  * They register on a prom-client Registry the application passes in — never
  * the global default registry and never the server's — and are silent when
- * no registry is given (then prom-client, an optional peer, is never loaded). Attempt counts are observations, never label values.
+ * no registry is given (then prom-client, an optional peer, is never
+ * loaded). Attempt counts are observations, never label values.
  */
 import type * as PromClient from 'prom-client';
 import type { Counter, Histogram, Registry } from 'prom-client';
