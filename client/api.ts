@@ -3,7 +3,7 @@
  * including every C3 error — come back as values so the retry logic can
  * branch on them; only a transport failure (no answer at all) throws.
  */
-import { context, propagation } from '@opentelemetry/api';
+import { context, propagation } from './otel.js';
 import { parseBackend, type BackendLabel } from './backend-label.js';
 import { NotLeaderError, ServerError, ValidationError } from './errors.js';
 import type { Transport, TransportRequest, TransportResponse } from './transport.js';

@@ -6,8 +6,7 @@
  * `registry` the application passes (none: no meters); spans go to the
  * application's OpenTelemetry tracer provider (none registered: no-ops).
  */
-import type { TracerProvider } from '@opentelemetry/api';
-import type { Registry } from 'prom-client';
+import type { MetricsRegistry as Registry, TracerProviderLike as TracerProvider } from './peer-types.js';
 import { failureToError, LockApi } from './api.js';
 import { systemClock, type Clock } from './clock.js';
 import { ValidationError } from './errors.js';

@@ -6,6 +6,7 @@
  */
 export { LockClient, DEFAULT_SAFETY_MARGIN_MILLIS } from './client.js';
 export type { LockClientOptions, OpenSessionOptions } from './client.js';
+export type { MetricsRegistry, TracerProviderLike } from './peer-types.js';
 export { LockSession } from './session.js';
 export type { AcquireOptions } from './session.js';
 export { LockHandle } from './handle.js';

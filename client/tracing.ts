@@ -2,19 +2,32 @@
  * The SDK span `lock.acquire` (C4): one span per acquire call covering the
  * whole retry loop, carrying `lock.attempts`. Only `@opentelemetry/api` is
  * used — the application brings (or omits) its SDK; without one every call
- * here is a no-op.
+ * here is a no-op. The API itself is an optional peer: without it, no spans.
  */
-import { SpanKind, SpanStatusCode, trace, type Span, type TracerProvider } from '@opentelemetry/api';
+import type { TracerProvider } from '@opentelemetry/api';
+import { otelApi } from './otel.js';
+import type { TracerProviderLike } from './peer-types.js';
 
 export const TRACER_NAME = 'holdfast-client';
 
+/** The attributes the acquire loop sets; a span that records nothing stands in without the API. */
+export interface AcquireSpan {
+  setAttribute(key: string, value: string | number | boolean): unknown;
+}
+
+const NO_SPAN: AcquireSpan = { setAttribute: () => NO_SPAN };
+
 export class AcquireTracer {
-  constructor(private readonly provider: TracerProvider | undefined) {}
+  constructor(private readonly provider: TracerProviderLike | undefined) {}
 
   /** Run `fn` inside an active `lock.acquire` span; `fn` sets the outcome attributes. */
-  async inSpan<T>(key: string, fn: (span: Span) => Promise<T>): Promise<T> {
+  async inSpan<T>(key: string, fn: (span: AcquireSpan) => Promise<T>): Promise<T> {
+    const api = otelApi;
+    if (api === undefined) return fn(NO_SPAN);
+    const { SpanKind, SpanStatusCode, trace } = api;
     // Resolved per call so an app that registers its provider after creating the client still gets spans.
-    const tracer = (this.provider ?? trace.getTracerProvider()).getTracer(TRACER_NAME);
+    const provider = (this.provider as TracerProvider | undefined) ?? trace.getTracerProvider();
+    const tracer = provider.getTracer(TRACER_NAME);
     return tracer.startActiveSpan(
       'lock.acquire',
       { kind: SpanKind.CLIENT, attributes: { 'lock.key': key } },

@@ -1,6 +1,7 @@
 /**
  * `npm run gen`: regenerates the committed monitoring artefacts (Prometheus
- * rule files, the Alertmanager configuration, Grafana dashboards) from
+ * rule files, the Alertmanager configuration, Grafana dashboards, the Kubernetes
+ * PrometheusRule) from
  * contract/metric-table.ts and the monitoring config: alerts/config.ts's
  * defaults, overridden by monitoring.config.yaml at the repository root when
  * it exists. The freshness test calls the same `generatedFiles()`.
@@ -11,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { OVERRIDE_FILE, loadConfig, type MonitoringConfig } from '../alerts/config.js';
 import { alertmanagerFiles, ruleFiles } from '../alerts/generate.js';
 import { dashboardFiles } from '../dashboards/generate.js';
+import { kubernetesFiles } from '../deploy/kubernetes/generate.js';
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -21,7 +23,8 @@ export function repoConfig(): MonitoringConfig {
 
 /** Repository-relative path → exact file content. */
 export function generatedFiles(config: MonitoringConfig = repoConfig()): Record<string, string> {
-  return { ...ruleFiles(config), ...alertmanagerFiles(config), ...dashboardFiles(config) };
+  const monitoring = { ...ruleFiles(config), ...alertmanagerFiles(config), ...dashboardFiles(config) };
+  return { ...monitoring, ...kubernetesFiles(monitoring) };
 }
 
 function main(): void {

@@ -17,6 +17,7 @@ describe('generated monitoring files', () => {
       'alerts/holdfast-slo.rules.yml',
       'dashboards/holdfast-overview.json',
       'dashboards/holdfast-slo.json',
+      'deploy/kubernetes/prometheusrule.yaml',
     ]);
   });
 
