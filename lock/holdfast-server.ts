@@ -43,7 +43,7 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
   const events = createEventLog(rawStore.backend, options.logDestination ? { destination: options.logDestination } : {});
   const store = instrumentStore(rawStore, metrics);
   // Store-true gauges, counted by the store in the background (exporter/store-gauges.ts).
-  const storeGauges = refreshStoreGauges(() => store.summary(Date.now()));
+  const storeGauges = refreshStoreGauges(() => store.summary());
   metrics.setGaugeSource('lockHeld', async () => (await storeGauges.latest()).heldLocks);
   metrics.setGaugeSource('lockSessionsActive', async () => (await storeGauges.latest()).activeSessions);
 
