@@ -9,6 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
 import pg from 'pg';
+import { hashSessionToken, newSessionToken } from '../../lock/core/session-token.js';
 import { PgDatabase } from '../../lock/store/sql/pg-database.js';
 import { SqlLockStore } from '../../lock/store/sql/sql-store.js';
 import { JsonHttpClient, type JsonResponse } from './http-json.js';
@@ -23,7 +24,7 @@ const LOCK_TTL_MILLIS = 30_000;
 type Task<T extends LoadTask['target']> = Extract<LoadTask, { target: T }>;
 
 interface Requester {
-  request(method: 'POST' | 'DELETE', path: string, body?: unknown): Promise<JsonResponse>;
+  request(method: 'POST' | 'DELETE', path: string, body?: unknown, bearer?: string): Promise<JsonResponse>;
 }
 
 const send = (message: WorkerMessage) => parentPort!.postMessage(message);
@@ -86,16 +87,20 @@ async function openRequesters(task: Task<'http'>): Promise<{ requesters: Request
 async function runHttp(task: Task<'http'>): Promise<Window> {
   const { requesters, close } = await openRequesters(task);
   // Sessions open before the window starts, so session set-up is never timed.
-  const sessions: string[] = [];
+  // Each session's calls carry its sessionToken (SPEC "Session capability"), as the SDK's do.
+  const sessions: { sessionId: string; sessionToken: string }[] = [];
   for (const [i, requester] of requesters.entries()) {
     const opened = await requester.request('POST', '/v1/sessions', { ttlMillis: SESSION_TTL_MILLIS, owner: `bench-${i}` });
     if (opened.status !== 201) throw new Error(`opening a session: ${failureOf(opened)}`);
-    sessions.push((opened.body as { sessionId: string }).sessionId);
+    const { sessionId, sessionToken } = opened.body as { sessionId: string; sessionToken: string };
+    sessions.push({ sessionId, sessionToken });
   }
   // Cells normally end long before the TTL; this keeps a long BENCH_SECONDS honest.
   const heartbeats = new JsonHttpClient(task.url, 1);
   const heartbeat = setInterval(() => {
-    for (const id of sessions) void heartbeats.request('POST', `/v1/sessions/${id}/heartbeat`, {}).catch(() => {});
+    for (const s of sessions) {
+      void heartbeats.request('POST', `/v1/sessions/${s.sessionId}/heartbeat`, {}, s.sessionToken).catch(() => {});
+    }
   }, HEARTBEAT_EVERY_MILLIS);
 
   const window = new Window(task);
@@ -105,17 +110,22 @@ async function runHttp(task: Task<'http'>): Promise<Window> {
   try {
     await Promise.all(
       requesters.map(async (requester, index) => {
-        const sessionId = sessions[index]!;
+        const { sessionId, sessionToken } = sessions[index]!;
         const key = keyOf(index);
         while (window.open) {
           const startedAt = performance.now();
-          const acquired = await requester.request('POST', `/v1/locks/${key}/acquire`, { sessionId, ttlMillis: LOCK_TTL_MILLIS, ...waitMillis });
+          const acquired = await requester.request(
+            'POST',
+            `/v1/locks/${key}/acquire`,
+            { sessionId, ttlMillis: LOCK_TTL_MILLIS, ...waitMillis },
+            sessionToken,
+          );
           if (acquired.status !== 200) {
             window.error(`acquire ${failureOf(acquired)}`);
             continue;
           }
           const fencingToken = (acquired.body as { fencingToken: string }).fencingToken;
-          const released = await requester.request('POST', `/v1/locks/${key}/release`, { sessionId, fencingToken });
+          const released = await requester.request('POST', `/v1/locks/${key}/release`, { sessionId, fencingToken }, sessionToken);
           if (released.status !== 200) {
             window.error(`release ${failureOf(released)}`);
             continue;
@@ -126,7 +136,9 @@ async function runHttp(task: Task<'http'>): Promise<Window> {
     );
   } finally {
     clearInterval(heartbeat);
-    await Promise.all(sessions.map((id, i) => requesters[i]!.request('DELETE', `/v1/sessions/${id}`).catch(() => undefined)));
+    await Promise.all(
+      sessions.map((s, i) => requesters[i]!.request('DELETE', `/v1/sessions/${s.sessionId}`, undefined, s.sessionToken).catch(() => undefined)),
+    );
     heartbeats.close();
     close();
   }
@@ -163,16 +175,11 @@ async function runStore(task: Task<'store'>): Promise<Window> {
   const store = new SqlLockStore(new PgDatabase(task.databaseUrl, task.concurrency), 'postgres');
   await store.init();
   const sessions = await Promise.all(
-    Array.from({ length: task.concurrency }, (_, i) => {
-      const now = Date.now();
-      return store.openSession({
-        sessionId: randomUUID(),
-        owner: `bench-${i}`,
-        ttlMillis: 600_000,
-        createdAt: now,
-        lastHeartbeatAt: now,
-        expiresAt: now + 600_000,
-      });
+    Array.from({ length: task.concurrency }, async (_, i) => {
+      const sessionId = randomUUID();
+      const tokenHash = hashSessionToken(newSessionToken());
+      await store.openSession({ sessionId, owner: `bench-${i}`, ttlMillis: 600_000, tokenHash });
+      return { sessionId, tokenHash };
     }),
   );
   const window = new Window(task);
@@ -182,9 +189,10 @@ async function runStore(task: Task<'store'>): Promise<Window> {
       window,
       async (index) => {
         const key = `${task.keyPrefix}own-${index}`;
-        const acquired = await store.tryAcquire({ key, sessionId: sessions[index]!.sessionId, ttlMillis: LOCK_TTL_MILLIS, now: Date.now() });
+        const session = sessions[index]!;
+        const acquired = await store.tryAcquire({ key, session, ttlMillis: LOCK_TTL_MILLIS });
         if (acquired.kind !== 'granted') return false;
-        return (await store.release({ key, fencingToken: acquired.grant.fencingToken, now: Date.now() })) !== null;
+        return (await store.release({ key, session, fencingToken: acquired.grant.fencingToken })).kind === 'released';
       },
       'store cycle was not granted or not released',
     );
