@@ -20,6 +20,8 @@ const schema = z.object({
   DATABASE_URL: z.string().optional(),
   ETCD_ENDPOINTS: z.string().optional(),
   HOLDFAST_ADMIN_TOKENS_FILE: z.string().optional(),
+  /** v2: a file holding the audit chain's HMAC key (>= 32 bytes); unset = plain SHA-256 chain. */
+  HOLDFAST_AUDIT_KEY_FILE: z.string().optional(),
   HOLDFAST_DATA_DIR: z.string().default('./.holdfast'),
   LOCK_DEFAULT_TTL_MS: intFrom(1000, 600_000, 30_000),
   HOLDFAST_SWEEP_INTERVAL_MS: intFrom(50, 60_000, 1000),
@@ -28,6 +30,11 @@ const schema = z.object({
   HOLDFAST_CONTENTION_SHARED: intFrom(1, 10_000_000, 5000),
   HOLDFAST_CONTENTION_SHARED_BURST: intFrom(1, 10_000_000, 10000),
   HOLDFAST_PG_POOL_SIZE: intFrom(1, 1000, 16),
+  /** v2: a PostgreSQL that does not answer within these is NOT_LEADER (503), not a hung request. */
+  HOLDFAST_PG_CONNECT_TIMEOUT_MS: intFrom(100, 60_000, 1500),
+  HOLDFAST_PG_STATEMENT_TIMEOUT_MS: intFrom(100, 600_000, 1500),
+  /** v2: concurrent server-side waits (L4 with waitMillis > 0) one session may have on one server. */
+  HOLDFAST_MAX_WAITS_PER_SESSION: intFrom(1, 10_000, 32),
 });
 
 export type ServerConfig = z.infer<typeof schema>;

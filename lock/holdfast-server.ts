@@ -4,6 +4,7 @@
  */
 import type { DestinationStream } from 'pino';
 import { AdminTokens } from './admin-tokens.js';
+import { loadAuditSealer } from './audit/audit-key.js';
 import type { ServerConfig } from './config.js';
 import type { Clock } from './core/clock.js';
 import { LockService } from './core/lock-service.js';
@@ -38,6 +39,7 @@ export interface RunningServer {
 }
 
 export async function startHoldfastServer(config: ServerConfig, options: StartOptions = {}): Promise<RunningServer> {
+  const auditSealer = await loadAuditSealer(config.HOLDFAST_AUDIT_KEY_FILE);
   const rawStore = options.store ?? (await openStore(config));
   const metrics = createServerMetrics(rawStore.backend);
   const events = createEventLog(rawStore.backend, options.logDestination ? { destination: options.logDestination } : {});
@@ -50,6 +52,8 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
   const service = new LockService(store, metrics, events, {
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.random ? { random: options.random } : {}),
+    auditSealer,
+    maxWaitsPerSession: config.HOLDFAST_MAX_WAITS_PER_SESSION,
     contentionBudget: {
       perSessionPerSecond: config.HOLDFAST_CONTENTION_PER_SESSION,
       perSessionBurst: config.HOLDFAST_CONTENTION_PER_SESSION_BURST,
@@ -105,15 +109,24 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
   };
 }
 
-function startSweeper(service: LockService, events: EventLog, intervalMillis: number) {
-  let running: Promise<unknown> = Promise.resolve();
+/**
+ * Single flight: a tick that finds the last sweep still running is skipped, so a slow
+ * store never builds a queue of sweeps (each would only find the same rows again).
+ */
+export function startSweeper(service: Pick<LockService, 'sweep'>, events: EventLog, intervalMillis: number) {
+  let running: Promise<unknown> | null = null;
   let sweeps = 0;
   const timer = setInterval(() => {
-    running = running.then(() =>
-      service.sweep({ requestId: `sweep-${++sweeps}` }).catch((error: Error) => {
-        events.emit('sweep_failed', { requestId: `sweep-${sweeps}` }, { message: error.message });
-      }),
-    );
+    if (running) return;
+    const requestId = `sweep-${++sweeps}`;
+    running = service
+      .sweep({ requestId })
+      .catch((error: Error) => {
+        events.emit('sweep_failed', { requestId }, { message: error.message });
+      })
+      .finally(() => {
+        running = null;
+      });
   }, intervalMillis);
   timer.unref();
   return {
@@ -121,5 +134,7 @@ function startSweeper(service: LockService, events: EventLog, intervalMillis: nu
       clearInterval(timer);
       await running;
     },
+    /** Sweeps started so far (tests). */
+    started: () => sweeps,
   };
 }

@@ -4,7 +4,7 @@
  * audit trail. It speaks to a store only through the SPI and never names one.
  */
 import { randomBytes } from 'node:crypto';
-import { verifyAuditChain, type ChainVerification } from '../audit/chain.js';
+import { createAuditSealer, verifyAuditChain, type AuditSealer, type ChainVerification } from '../audit/chain.js';
 import {
   ContentionExceededError,
   LockContendedError,
@@ -50,6 +50,10 @@ export interface LockServiceOptions {
   /** Polling wait (stores without a ReleaseWaiter): first delay cap and the ceiling. */
   pollBaseMillis?: number;
   pollMaxMillis?: number;
+  /** Concurrent server-side waits one session may have here; more are 429 CONTENTION_EXCEEDED. */
+  maxWaitsPerSession?: number;
+  /** The sealer the store seals with: verification checks links with the same key. */
+  auditSealer?: AuditSealer;
 }
 
 export interface SessionView {
@@ -80,6 +84,8 @@ export class LockService {
   private readonly releaseWaiter: ReleaseWaiter | null;
   private readonly pollBaseMillis: number;
   private readonly pollMaxMillis: number;
+  private readonly auditSealer: AuditSealer;
+  private readonly maxWaitsPerSession: number;
 
   constructor(
     readonly store: LockStore,
@@ -94,6 +100,8 @@ export class LockService {
     this.releaseWaiter = hasReleaseWaiter(store) ? store : null;
     this.pollBaseMillis = options.pollBaseMillis ?? 25;
     this.pollMaxMillis = options.pollMaxMillis ?? 500;
+    this.auditSealer = options.auditSealer ?? createAuditSealer();
+    this.maxWaitsPerSession = options.maxWaitsPerSession ?? 32;
     this.activity = new ActivityWindow(() => this.clock.now());
     metrics.setGaugeSource('lockWaiters', () => this.waiters.total());
     metrics.setGaugeSource('lockDeadlockCycles', () => this.waiters.deadlockCycles());
@@ -196,6 +204,11 @@ export class LockService {
       throw this.contended(who, result.holder, ctx);
     }
 
+    // A cap on parked waits: each holds a request, a timer and store polls. Refused like a
+    // spent budget (429, retry after backoff): the caller has too much in flight, nothing is wrong.
+    if (this.waiters.countForSession(sessionId) >= this.maxWaitsPerSession) {
+      throw this.contentionExceeded(who, 'waits', 1, ctx);
+    }
     // Registered before the first try, so a release landing between a failed try and the wait still wakes it.
     const waiter = this.waiters.register(req.key, sessionId, null);
     const deadline = startedAt + req.waitMillis;
@@ -329,8 +342,10 @@ export class LockService {
     return this.store.listAudit(query);
   }
 
-  verifyAudit(): Promise<ChainVerification> {
-    return verifyAuditChain(this.store.readAuditChain());
+  /** The head is read first: entries appended during the walk are not mistaken for tampering. */
+  async verifyAudit(): Promise<ChainVerification> {
+    const head = await this.store.readAuditHead();
+    return verifyAuditChain(this.store.readAuditChain(), { head, sealer: this.auditSealer });
   }
 
   readAuditHead(): Promise<AuditHead> {
@@ -374,7 +389,7 @@ export class LockService {
 
   private contentionExceeded(
     req: { key: string; sessionId: string },
-    scope: 'session' | 'shared',
+    scope: 'session' | 'shared' | 'waits',
     retryAfterSeconds: number,
     ctx: EventContext,
     holder: HeldLock | null = null,
@@ -387,6 +402,12 @@ export class LockService {
       holderSessionId: holder?.sessionId ?? null,
       reason: 'exceeded',
     });
+    if (scope === 'waits') {
+      return new ContentionExceededError(
+        `this session already has ${this.maxWaitsPerSession} waiting acquires on this server (HOLDFAST_MAX_WAITS_PER_SESSION); back off and retry`,
+        retryAfterSeconds,
+      );
+    }
     const whose = scope === 'session' ? "this session's" : 'the shared';
     return new ContentionExceededError(`${whose} contention budget is spent; back off and retry`, retryAfterSeconds);
   }
