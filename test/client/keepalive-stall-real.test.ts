@@ -25,22 +25,23 @@ afterAll(async () => {
 });
 
 describe('a stalled keep-alive request over a real connection', () => {
-  it('one frozen heartbeat and one frozen renewal: retried on a new connection, session and lock survive', { timeout: 60_000 }, async () => {
+  it('one frozen heartbeat and one frozen renewal: retried on a new connection, session and lock survive', { timeout: 90_000 }, async () => {
     const client = new LockClient({ baseUrl: proxy.url });
-    // Session TTL 9 s: heartbeat every 3 s, the frozen one abandoned after ≤ 2.25 s and sent
-    // again at once, ≥ 2.75 s before the conservative deadline. Lock TTL 6 s: renewal every 2 s,
-    // abandoned after ≤ 1.5 s (half the time left, if less), sent again at once.
-    const session = await client.openSession({ ttlMillis: 9_000, owner: 'stall-test' });
+    // Session TTL 15 s: heartbeat every 5 s, the frozen one abandoned after ≤ 3.75 s and sent
+    // again at once, ≥ 5 s before the conservative deadline. Lock TTL 10 s: renewal every 3.3 s,
+    // abandoned after ≤ 2.5 s (half the time left, if less), sent again at once. Generous TTLs:
+    // this shares two cores with other suites, and the point is the stall, not the load.
+    const session = await client.openSession({ ttlMillis: 15_000, owner: 'stall-test' });
     proxy.stallNext(/^POST \/v1\/sessions\/[^/]+\/heartbeat /);
     proxy.stallNext(/^POST \/v1\/locks\/stall%2Fjob\/renew /);
     const outcome = await session.withLock(
       'stall/job',
       async (handle) => {
-        await new Promise((resolve) => setTimeout(resolve, 12_000));
+        await new Promise((resolve) => setTimeout(resolve, 20_000));
         const info = await client.readLock('stall/job');
         return { lost: handle.lost, token: handle.fencingToken, info };
       },
-      { ttlMillis: 6_000 },
+      { ttlMillis: 10_000 },
     );
     const heartbeats = proxy.requests.filter((r) => r.includes('/heartbeat'));
     const renewals = proxy.requests.filter((r) => r.includes('/renew'));
