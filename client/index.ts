@@ -30,6 +30,7 @@ export {
   LockLostError,
   SessionLostError,
   FencedOutError,
+  DeadlockDetectedError,
   ServerError,
   TransportError,
 } from './errors.js';
