@@ -125,14 +125,6 @@ async function handoffLatency(endpoints: string[], mode: WaitMode): Promise<numb
   return latencies.sort((a, b) => a - b);
 }
 
-/** A session as the server opens one: the store sees only the token's hash. */
-async function openBenchSession(store: EtcdStore): Promise<{ sessionId: string; tokenHash: string }> {
-  const sessionId = randomUUID();
-  const tokenHash = createHash('sha256').update(randomBytes(24).toString('base64url')).digest('hex');
-  await store.openSession({ sessionId, owner: 'bench', ttlMillis: 60_000, tokenHash });
-  return { sessionId, tokenHash };
-}
-
 /** Acquire+release cycles/s: `workers` sessions, each on its own key, for CYCLE_SECONDS. */
 async function storeCycles(endpoints: string[], workers: number): Promise<number> {
   const store = await openStore(endpoints, 'shared');
