@@ -16,7 +16,7 @@
  * Knobs: BENCH_HANDOFFS, BENCH_HOLD_MS, BENCH_REJOIN_MS, BENCH_WAITERS, BENCH_BG_WRITES,
  * BENCH_CYCLE_SECONDS, BENCH_SKIP_HANDOFF=1, BENCH_SKIP_CYCLES=1.
  */
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Etcd3 } from 'etcd3';
 import { hashSessionToken, newSessionToken } from '../lock/core/session-token.js';
