@@ -39,6 +39,9 @@ export const STORE_LATENCY_BUCKETS = [
   0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
 ] as const;
 
+/** How long a lock is held, grant to end: a second to a day (TTL renewals can keep a lock for hours). */
+export const HOLD_DURATION_BUCKETS = [0.01, 0.1, 0.5, 1, 5, 15, 30, 60, 300, 900, 1800, 3600, 14400, 86400] as const;
+
 /** SDK attempts per acquire: maxAttempts defaults to 12. */
 export const ATTEMPT_BUCKETS = [1, 2, 3, 4, 6, 8, 12, 16, 24] as const;
 
@@ -76,6 +79,7 @@ export const STORE_OPS = [
 ] as const;
 export const STORE_OUTCOMES = ['ok', 'not_leader', 'error'] as const;
 export const CLIENT_ATTEMPT_OUTCOMES = ['granted', 'not_granted', 'error'] as const;
+export const HOLD_OUTCOMES = ['released', 'expired', 'revoked', 'session_ended'] as const;
 
 export type AcquireOutcome = (typeof ACQUIRE_OUTCOMES)[number];
 export type ReleaseOutcome = (typeof RELEASE_OUTCOMES)[number];
@@ -86,6 +90,7 @@ export type ForceRevokeOutcome = (typeof FORCE_REVOKE_OUTCOMES)[number];
 export type StoreOp = (typeof STORE_OPS)[number];
 export type StoreOutcome = (typeof STORE_OUTCOMES)[number];
 export type ClientAttemptOutcome = (typeof CLIENT_ATTEMPT_OUTCOMES)[number];
+export type HoldOutcome = (typeof HOLD_OUTCOMES)[number];
 
 const backend = { backend: BACKENDS } as const;
 
@@ -180,6 +185,23 @@ export const METRICS = {
     unit: 'cycles',
     labels: backend,
     emitter: 'server',
+  },
+  lockOldestHeldSeconds: {
+    name: 'lock_oldest_held_seconds',
+    type: 'gauge',
+    help: 'Age of the oldest lock currently held in the store, from its grant; 0 when none is held.',
+    unit: 'seconds',
+    labels: backend,
+    emitter: 'server',
+  },
+  lockHoldSeconds: {
+    name: 'lock_hold_seconds',
+    type: 'histogram',
+    help: 'How long locks were held, from grant to end, by how the hold ended.',
+    unit: 'seconds',
+    labels: { ...backend, outcome: HOLD_OUTCOMES },
+    emitter: 'server',
+    buckets: HOLD_DURATION_BUCKETS,
   },
   lockStoreSeconds: {
     name: 'lock_store_seconds',
