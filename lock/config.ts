@@ -28,6 +28,8 @@ const schema = z.object({
   HOLDFAST_CONTENTION_SHARED: intFrom(1, 10_000_000, 5000),
   HOLDFAST_CONTENTION_SHARED_BURST: intFrom(1, 10_000_000, 10000),
   HOLDFAST_PG_POOL_SIZE: intFrom(1, 1000, 16),
+  /** How often the store-true gauges (lock_held, lock_sessions_active, lock_oldest_held_seconds) are recounted. */
+  HOLDFAST_STORE_GAUGE_REFRESH_MS: intFrom(100, 600_000, 5000),
 });
 
 export type ServerConfig = z.infer<typeof schema>;
