@@ -15,8 +15,9 @@ export interface EventFields {
   lock_expired: { key: string; sessionId: string; fencingToken: string; cause: 'ttl' | 'session_ttl' | 'session_closed' | 'session_killed' };
   session_opened: { sessionId: string; owner: string; ttlMillis: number };
   session_expired: { sessionId: string; owner: string; cause: 'ttl' | 'closed' | 'killed' };
-  lock_force_revoked: { key: string; actor: string; reason: string; fencingToken: string | null; outcome: string; auditId: string };
-  session_killed: { sessionId: string; actor: string; reason: string; outcome: string; auditId: string };
+  lock_force_revoked: { key: string; actor: string; reason: string; fencingToken: string | null; outcome: string; auditId: string; auditHeadHash: string };
+  /** `auditHeadHash`: the chain head after this entry, so an external log holds it too. */
+  session_killed: { sessionId: string; actor: string; reason: string; outcome: string; auditId: string; auditHeadHash: string };
   wait_fallback: { key: string; cause: string };
   /** Operational events beyond the brief's table (C4 lists them). */
   server_started: { port: number; store: BackendName };

@@ -1,5 +1,7 @@
 /**
- * Admin bearer tokens (`HOLDFAST_ADMIN_TOKENS_FILE`, JSON `[{name, token, role}]`).
+ * Bearer tokens (`HOLDFAST_ADMIN_TOKENS_FILE`, JSON `[{name, token, role}]`): roles
+ * `viewer` and `operator` for admin routes, `client` for L1/L7 (v2: once any client
+ * entry exists, L1 and L7 need a token of any role; client tokens never reach admin routes).
  * Lookups compare SHA-256 digests in constant time against every token, so
  * neither a token's content nor which token matched leaks through timing.
  */
@@ -9,10 +11,11 @@ import path from 'node:path';
 import { z } from 'zod';
 
 export type AdminRole = 'viewer' | 'operator';
+export type TokenRole = AdminRole | 'client';
 
 export interface AdminIdentity {
   name: string;
-  role: AdminRole;
+  role: TokenRole;
 }
 
 const tokenFileSchema = z
@@ -20,7 +23,7 @@ const tokenFileSchema = z
     z.object({
       name: z.string().min(1).max(128),
       token: z.string().min(16, 'tokens must be at least 16 characters').max(512),
-      role: z.enum(['viewer', 'operator']),
+      role: z.enum(['viewer', 'operator', 'client']),
     }),
   )
   .min(1);
@@ -28,8 +31,12 @@ const tokenFileSchema = z
 export class AdminTokens {
   private readonly entries: { identity: AdminIdentity; digest: Buffer }[];
 
-  constructor(tokens: { name: string; token: string; role: AdminRole }[]) {
+  /** True when the file holds `client` entries: L1 and L7 then need a bearer token. */
+  readonly clientsRequired: boolean;
+
+  constructor(tokens: { name: string; token: string; role: TokenRole }[]) {
     this.entries = tokens.map((t) => ({ identity: { name: t.name, role: t.role }, digest: digest(t.token) }));
+    this.clientsRequired = tokens.some((t) => t.role === 'client');
   }
 
   get size(): number {

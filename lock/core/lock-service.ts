@@ -10,6 +10,7 @@ import {
   LockContendedError,
   LockLostError,
   SessionNotFoundError,
+  UnauthenticatedError,
 } from '../errors.js';
 import type {
   AuditEntry,
@@ -21,12 +22,24 @@ import type {
   SessionEndCause,
   SessionInfo,
 } from '../../contract/records.js';
-import { hasReleaseWaiter, type AuditQuery, type EndedSession, type HeldLock, type LockStore, type ReleaseWaiter, type WaitResult } from '../store/spi.js';
+import {
+  hasReleaseWaiter,
+  type AuditHead,
+  type AuditQuery,
+  type EndedSession,
+  type HeldLock,
+  type LockStore,
+  type ReleaseWaiter,
+  type SessionCredential,
+  type SessionRefusal,
+  type WaitResult,
+} from '../store/spi.js';
 import type { EventContext, EventLog } from '../../exporter/events.js';
 import type { ServerMetrics } from '../../exporter/server-metrics.js';
 import type { WaitOutcome } from '../../contract/metric-table.js';
 import { ActivityWindow } from './activity-window.js';
 import { systemClock, type Clock, type RandomSource } from './clock.js';
+import { hashSessionToken, newSessionToken } from './session-token.js';
 import { ContentionBudget, DEFAULT_CONTENTION_BUDGET, type ContentionBudgetConfig } from './contention-budget.js';
 import { WaiterRegistry, type Waiter } from './waiters.js';
 
@@ -41,6 +54,8 @@ export interface LockServiceOptions {
 
 export interface SessionView {
   sessionId: string;
+  /** The bearer capability for L2–L6: shown once, never stored or logged in clear. */
+  sessionToken: string;
   owner: string;
   ttlMillis: number;
   expiresAt: number;
@@ -91,37 +106,34 @@ export class LockService {
   // ---- sessions -----------------------------------------------------------
 
   async openSession(input: { ttlMillis: number; owner: string }, ctx: EventContext): Promise<SessionView> {
-    const now = this.clock.now();
+    const sessionToken = newSessionToken();
     const session = await this.store.openSession({
       sessionId: newSessionId(),
       owner: input.owner,
       ttlMillis: input.ttlMillis,
-      createdAt: now,
-      lastHeartbeatAt: now,
-      expiresAt: now + input.ttlMillis,
+      tokenHash: hashSessionToken(sessionToken),
     });
     this.events.emit('session_opened', ctx, { sessionId: session.sessionId, owner: session.owner, ttlMillis: session.ttlMillis });
-    return { sessionId: session.sessionId, owner: session.owner, ttlMillis: session.ttlMillis, expiresAt: session.expiresAt };
+    return { sessionId: session.sessionId, sessionToken, owner: session.owner, ttlMillis: session.ttlMillis, expiresAt: session.expiresAt };
   }
 
-  async heartbeat(sessionId: string): Promise<{ sessionId: string; expiresAt: number }> {
-    const session = await this.store.heartbeat(sessionId, this.clock.now());
-    if (!session) throw new SessionNotFoundError(sessionId);
-    return { sessionId, expiresAt: session.expiresAt };
+  async heartbeat(credential: SessionCredential): Promise<{ sessionId: string; expiresAt: number }> {
+    const result = await this.store.heartbeat(credential);
+    if (result.kind !== 'alive') throw refused(result, credential.sessionId);
+    return { sessionId: credential.sessionId, expiresAt: result.session.expiresAt };
   }
 
-  async closeSession(sessionId: string, ctx: EventContext): Promise<void> {
-    const ended = await this.store.closeSession(sessionId, this.clock.now());
-    if (!ended) throw new SessionNotFoundError(sessionId);
-    this.sessionEnded(ended, ctx);
+  async closeSession(credential: SessionCredential, ctx: EventContext): Promise<void> {
+    const result = await this.store.closeSession(credential);
+    if (result.kind !== 'closed') throw refused(result, credential.sessionId);
+    this.sessionEnded(result.ended, ctx);
   }
 
   async killSession(sessionId: string, reason: string, actor: string, ctx: EventContext): Promise<KillOutcome> {
-    const now = this.clock.now();
-    const { ended, audit } = await this.store.killSession(sessionId, now, { at: now, actor, reason, requestId: ctx.requestId });
+    const { ended, audit } = await this.store.killSession(sessionId, { actor, reason, requestId: ctx.requestId });
     if (ended) this.sessionEnded(ended, ctx);
     const outcome = ended ? 'KILLED' : 'NOT_FOUND';
-    this.events.emit('session_killed', ctx, { sessionId, actor, reason, outcome, auditId: audit.id });
+    this.events.emit('session_killed', ctx, { sessionId, actor, reason, outcome, auditId: audit.id, auditHeadHash: audit.hash });
     return { sessionId, outcome, releasedLocks: ended?.releasedLocks.length ?? 0, auditId: audit.id };
   }
 
@@ -131,24 +143,23 @@ export class LockService {
   }
 
   listSessions(query: { limit: number; cursor?: string }): Promise<Page<SessionInfo>> {
-    return this.store.listSessions(query, this.clock.now());
+    return this.store.listSessions(query);
   }
 
   /** Sweeper entry point: ends lapsed sessions and locks, and reports each. */
   async sweep(ctx: EventContext, batch = 500): Promise<{ sessions: number; locks: number }> {
     let sessions = 0;
     let locks = 0;
-    // One instant for the whole pass: a session lapsing between the two phases would
-    // otherwise lose its locks in the second one, reported as cause ttl, not session_ttl.
-    const now = this.clock.now();
+    // The store's clock decides what lapsed. A session lapsing between the two phases keeps
+    // its locks in the second (only lapsed lock TTLs go there) until the next pass ends it.
     for (;;) {
-      const ended = await this.store.expireSessions(now, batch);
+      const ended = await this.store.expireSessions(batch);
       for (const e of ended) this.sessionEnded(e, ctx);
       sessions += ended.length;
       if (ended.length < batch) break;
     }
     for (;;) {
-      const expired = await this.store.expireLocks(now, batch);
+      const expired = await this.store.expireLocks(batch);
       for (const lock of expired) {
         this.events.emit('lock_expired', ctx, { key: lock.key, sessionId: lock.sessionId, fencingToken: lock.fencingToken, cause: 'ttl' });
         this.waiters.keyReleased(lock.key);
@@ -169,47 +180,50 @@ export class LockService {
    * it covers the whole request, including answers that never reach core.
    */
   async acquire(
-    req: { key: string; sessionId: string; ttlMillis: number; waitMillis: number },
+    req: { key: string; session: SessionCredential; ttlMillis: number; waitMillis: number },
     ctx: EventContext,
     signal?: AbortSignal,
   ): Promise<LockGrant> {
     const startedAt = this.clock.now();
+    const sessionId = req.session.sessionId;
+    const attempt = { key: req.key, session: req.session, ttlMillis: req.ttlMillis };
+    const who = { key: req.key, sessionId };
     // The budget is of contended attempts: a free key is granted whatever the budget says.
     if (req.waitMillis <= 0) {
-      const result = await this.store.tryAcquire({ ...req, now: startedAt });
+      const result = await this.store.tryAcquire(attempt);
       if (result.kind === 'granted') return this.granted(result.grant, result.owner, result.existing, 0, ctx);
-      if (result.kind === 'session_not_found') throw new SessionNotFoundError(req.sessionId);
-      throw this.contended(req, result.holder, ctx);
+      if (result.kind !== 'held') throw refused(result, sessionId);
+      throw this.contended(who, result.holder, ctx);
     }
 
     // Registered before the first try, so a release landing between a failed try and the wait still wakes it.
-    const waiter = this.waiters.register(req.key, req.sessionId, null);
+    const waiter = this.waiters.register(req.key, sessionId, null);
     const deadline = startedAt + req.waitMillis;
     const waitAbort = AbortSignal.any([waiter.sessionEnded.signal, ...(signal ? [signal] : [])]);
     let usedFallback = false;
     let waited = false;
-    let attempt = 0;
+    let polls = 0;
     try {
       for (;;) {
         const seen = waiter.releasesSeen;
-        const result = await this.store.tryAcquire({ ...req, now: this.clock.now() });
+        const result = await this.store.tryAcquire(attempt);
         if (result.kind === 'granted') {
           if (waited) this.recordWait(usedFallback ? 'fallback' : 'released', startedAt);
           return this.granted(result.grant, result.owner, result.existing, this.clock.now() - startedAt, ctx);
         }
-        if (result.kind === 'session_not_found') throw new SessionNotFoundError(req.sessionId);
+        if (result.kind !== 'held') throw refused(result, sessionId);
         waiter.holderSessionId = result.holder.sessionId;
         const remaining = deadline - this.clock.now();
         if (remaining <= 0) {
           if (waited) this.recordWait(usedFallback ? 'fallback' : 'deadline', startedAt);
-          throw this.contended(req, result.holder, ctx);
+          throw this.contended(who, result.holder, ctx);
         }
         waited = true;
         let outcome: WaitResult['outcome'];
         if (this.releaseWaiter && !usedFallback) {
           const wait = await this.releaseWaiter.waitForRelease({
             key: req.key,
-            sessionId: req.sessionId,
+            sessionId,
             ...(result.observedRevision !== undefined ? { observedRevision: result.observedRevision } : {}),
             timeoutMillis: remaining,
             signal: waitAbort,
@@ -218,12 +232,12 @@ export class LockService {
           if (wait.outcome === 'fallback') {
             usedFallback = true;
             this.events.emit('wait_fallback', ctx, { key: req.key, cause: wait.cause });
-            outcome = await this.pollDelay(waiter, seen, attempt++, deadline - this.clock.now(), waitAbort);
+            outcome = await this.pollDelay(waiter, seen, polls++, deadline - this.clock.now(), waitAbort);
           }
         } else {
-          outcome = await this.pollDelay(waiter, seen, attempt++, remaining, waitAbort);
+          outcome = await this.pollDelay(waiter, seen, polls++, remaining, waitAbort);
         }
-        if (waiter.sessionEnded.signal.aborted) throw new SessionNotFoundError(req.sessionId);
+        if (waiter.sessionEnded.signal.aborted) throw new SessionNotFoundError(sessionId);
         if (outcome === 'aborted') {
           this.recordWait(usedFallback ? 'fallback' : 'aborted', startedAt);
           throw signal?.reason instanceof Error ? signal.reason : new Error('acquire aborted by the caller');
@@ -235,39 +249,46 @@ export class LockService {
     }
   }
 
-  async renew(req: { key: string; sessionId: string; fencingToken: FencingToken; ttlMillis: number }, ctx: EventContext): Promise<LockGrant> {
-    const lock = await this.store.renew({ ...req, now: this.clock.now() });
-    if (!lock) {
-      this.events.emit('lock_lost', ctx, { key: req.key, sessionId: req.sessionId, fencingToken: req.fencingToken, op: 'renew' });
-      throw new LockLostError(req.key);
-    }
-    return toGrant(lock);
+  /** Without `ttlMillis` the grant keeps its own TTL. */
+  async renew(
+    req: { key: string; session: SessionCredential; fencingToken: FencingToken; ttlMillis?: number },
+    ctx: EventContext,
+  ): Promise<LockGrant> {
+    const result = await this.store.renew(req);
+    if (result.kind === 'renewed') return toGrant(result.lock);
+    if (result.kind !== 'lost') throw refused(result, req.session.sessionId);
+    this.events.emit('lock_lost', ctx, { key: req.key, sessionId: req.session.sessionId, fencingToken: req.fencingToken, op: 'renew' });
+    throw new LockLostError(req.key);
   }
 
-  async release(req: { key: string; sessionId: string; fencingToken: FencingToken }, ctx: EventContext): Promise<{ key: string; released: true }> {
-    const now = this.clock.now();
-    const lock = await this.store.release({ key: req.key, fencingToken: req.fencingToken, now });
-    if (!lock) {
-      this.events.emit('lock_lost', ctx, { key: req.key, sessionId: req.sessionId, fencingToken: req.fencingToken, op: 'release' });
+  async release(
+    req: { key: string; session: SessionCredential; fencingToken: FencingToken },
+    ctx: EventContext,
+  ): Promise<{ key: string; released: true }> {
+    const result = await this.store.release(req);
+    if (result.kind === 'lost') {
+      this.events.emit('lock_lost', ctx, { key: req.key, sessionId: req.session.sessionId, fencingToken: req.fencingToken, op: 'release' });
       throw new LockLostError(req.key);
     }
+    if (result.kind !== 'released') throw refused(result, req.session.sessionId);
+    const { lock } = result;
     this.waiters.keyReleased(req.key);
     this.events.emit('lock_released', ctx, {
       key: lock.key,
       sessionId: lock.sessionId,
       fencingToken: lock.fencingToken,
-      heldMillis: now - lock.grantedAt,
+      heldMillis: Math.max(0, lock.endedAt - lock.grantedAt),
     });
     return { key: req.key, released: true };
   }
 
   async readLock(key: string): Promise<LockInfo> {
-    const lock = await this.store.readLock(key, this.clock.now());
+    const lock = await this.store.readLock(key);
     return this.toInfo(key, lock);
   }
 
   async listLocks(query: { prefix?: string; limit: number; cursor?: string }): Promise<Page<LockInfo>> {
-    const page = await this.store.listLocks(query, this.clock.now());
+    const page = await this.store.listLocks(query);
     return { items: page.items.map((lock) => this.toInfo(lock.key, lock)), nextCursor: page.nextCursor };
   }
 
@@ -276,12 +297,10 @@ export class LockService {
     actor: string,
     ctx: EventContext,
   ): Promise<LockOutcome> {
-    const now = this.clock.now();
     const result = await this.store.forceRevoke({
       key: req.key,
       ...(req.expectedFencingToken !== undefined ? { expectedFencingToken: req.expectedFencingToken } : {}),
-      now,
-      audit: { at: now, actor, reason: req.reason, requestId: ctx.requestId },
+      audit: { actor, reason: req.reason, requestId: ctx.requestId },
     });
     if (result.revoked) this.waiters.keyReleased(req.key);
     const metricOutcome = ({ REVOKED: 'revoked', NOT_HELD: 'not_held', TOKEN_MISMATCH: 'token_mismatch' } as const)[result.outcome];
@@ -294,6 +313,7 @@ export class LockService {
       fencingToken: result.revoked?.fencingToken ?? req.expectedFencingToken ?? null,
       outcome: result.outcome,
       auditId: result.audit.id,
+      auditHeadHash: result.audit.hash,
     });
     return {
       key: req.key,
@@ -311,6 +331,10 @@ export class LockService {
 
   verifyAudit(): Promise<ChainVerification> {
     return verifyAuditChain(this.store.readAuditChain());
+  }
+
+  readAuditHead(): Promise<AuditHead> {
+    return this.store.readAuditHead();
   }
 
   // ---- internals ----------------------------------------------------------
@@ -437,6 +461,12 @@ const LOCK_CAUSE_OF_SESSION_END: Record<SessionEndCause, 'session_ttl' | 'sessio
   closed: 'session_closed',
   killed: 'session_killed',
 };
+
+function refused(refusal: SessionRefusal, sessionId: string): SessionNotFoundError | UnauthenticatedError {
+  return refusal.kind === 'session_not_found'
+    ? new SessionNotFoundError(sessionId)
+    : new UnauthenticatedError(`session ${sessionId} needs its own sessionToken: Authorization: Bearer <sessionToken>`);
+}
 
 function toGrant(lock: HeldLock): LockGrant {
   const { owner: _owner, ...grant } = lock;

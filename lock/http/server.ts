@@ -8,6 +8,7 @@ import { context, type SpanContext } from '@opentelemetry/api';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { AdminIdentity, AdminRole, AdminTokens } from '../admin-tokens.js';
 import type { LockService } from '../core/lock-service.js';
+import { sessionCredential } from '../core/session-token.js';
 import {
   ForbiddenError,
   HoldfastError,
@@ -51,6 +52,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     measured?: MeasuredRoute;
     role?: AdminRole;
+    /** L1/L7: a bearer token of any role once the tokens file has `client` entries. */
+    clientGate?: boolean;
   }
 }
 
@@ -93,13 +96,19 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
   // Admin routes: bearer token, then role — before the body is parsed or validated, so an
   // unauthenticated caller learns nothing about the schema.
   app.addHook('onRequest', async (request) => {
-    const role = request.routeOptions.config.role;
+    const { role, clientGate } = request.routeOptions.config;
+    if (clientGate && deps.tokens.clientsRequired) {
+      const presented = bearerOf(request);
+      if (presented === undefined) throw new UnauthenticatedError('this server needs Authorization: Bearer <client token>');
+      if (!deps.tokens.identify(presented)) throw new UnauthenticatedError('unknown client token');
+      return;
+    }
     if (!role) return;
-    const header = request.headers.authorization;
-    const match = typeof header === 'string' ? /^Bearer ([^\s]+)$/i.exec(header) : null;
-    if (!match) throw new UnauthenticatedError('admin routes need Authorization: Bearer <token>');
-    const identity = deps.tokens.identify(match[1]!);
+    const presented = bearerOf(request);
+    if (presented === undefined) throw new UnauthenticatedError('admin routes need Authorization: Bearer <token>');
+    const identity = deps.tokens.identify(presented);
     if (!identity) throw new UnauthenticatedError('unknown admin token');
+    if (identity.role === 'client') throw new ForbiddenError(`${identity.name} is a client token; admin routes need viewer or operator`);
     if (role === 'operator' && identity.role !== 'operator') {
       throw new ForbiddenError(`${identity.name} is a viewer; this action needs the operator role`);
     }
@@ -156,20 +165,30 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
     return decodeKeySegment(raw);
   };
   const bodyOf = <T>(request: FastifyRequest) => (request.body ?? {}) as T;
+  /** The session named by the route, with the sessionToken the caller presented (if any). */
+  const credentialOf = (request: FastifyRequest, sessionId: string) => sessionCredential(sessionId, bearerOf(request));
 
   // ---- L1–L3 sessions ----
-  app.post('/v1/sessions', { schema: { body: schemas.openSessionBody } }, async (request, reply) => {
+  app.post('/v1/sessions', { schema: { body: schemas.openSessionBody }, config: { clientGate: true } }, async (request, reply) => {
     const body = bodyOf<{ ttlMillis?: number; owner?: string }>(request);
     const session = await service.openSession({ ttlMillis: body.ttlMillis ?? 15000, owner: body.owner ?? '' }, ctx(request));
     return reply.code(201).send(session);
   });
 
-  app.post('/v1/sessions/:sessionId/heartbeat', { schema: { body: schemas.emptyBody, params: sessionParams } }, async (request) =>
-    service.heartbeat((request.params as { sessionId: string }).sessionId),
+  // C3 allows L2 without a body: an absent body is the empty object, anything else is validated.
+  app.post(
+    '/v1/sessions/:sessionId/heartbeat',
+    {
+      schema: { body: schemas.emptyBody, params: sessionParams },
+      preValidation: async (request) => {
+        if (request.body === undefined) request.body = {};
+      },
+    },
+    async (request) => service.heartbeat(credentialOf(request, (request.params as { sessionId: string }).sessionId)),
   );
 
   app.delete('/v1/sessions/:sessionId', { schema: { params: sessionParams } }, async (request, reply) => {
-    await service.closeSession((request.params as { sessionId: string }).sessionId, ctx(request));
+    await service.closeSession(credentialOf(request, (request.params as { sessionId: string }).sessionId), ctx(request));
     return reply.code(204).send();
   });
 
@@ -194,7 +213,7 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
         service.acquire(
           {
             key,
-            sessionId: body.sessionId,
+            session: credentialOf(request, body.sessionId),
             ttlMillis: body.ttlMillis ?? deps.defaultLockTtlMillis,
             waitMillis: body.waitMillis ?? 0,
           },
@@ -216,7 +235,13 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
     request.measured?.fencingToken(fencingToken);
     return inSpan(request, () =>
       service.renew(
-        { key, sessionId: body.sessionId, fencingToken, ttlMillis: body.ttlMillis ?? deps.defaultLockTtlMillis },
+        {
+          key,
+          session: credentialOf(request, body.sessionId),
+          fencingToken,
+          // Absent: the grant keeps its own TTL (never the default, which could shorten it).
+          ...(body.ttlMillis !== undefined ? { ttlMillis: body.ttlMillis } : {}),
+        },
         ctx(request),
       ),
     );
@@ -227,10 +252,10 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
     const body = bodyOf<{ sessionId: string; fencingToken: string }>(request);
     const fencingToken = checkFencingToken(body.fencingToken);
     request.measured?.fencingToken(fencingToken);
-    return inSpan(request, () => service.release({ key, sessionId: body.sessionId, fencingToken }, ctx(request)));
+    return inSpan(request, () => service.release({ key, session: credentialOf(request, body.sessionId), fencingToken }, ctx(request)));
   });
 
-  app.get('/v1/locks/:key', async (request) => service.readLock(keyOf(request)));
+  app.get('/v1/locks/:key', { config: { clientGate: true } }, async (request) => service.readLock(keyOf(request)));
 
   // ---- A1–A6 admin ----
   app.get('/v1/admin/locks', { schema: { querystring: schemas.listLocksQuery }, config: { role: 'viewer' } }, async (request) => {
@@ -327,6 +352,13 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
   }
 
   return app;
+}
+
+/** The bearer token of `Authorization: Bearer <token>`, or undefined when absent or malformed. */
+function bearerOf(request: FastifyRequest): string | undefined {
+  const header = request.headers.authorization;
+  const match = typeof header === 'string' ? /^Bearer ([^\s]+)$/i.exec(header) : null;
+  return match ? match[1]! : undefined;
 }
 
 const sessionParams = {

@@ -16,7 +16,7 @@ import {
 const WINDOWS = { '1m': 60, '5m': 300 } as const;
 
 export async function buildSummary(service: LockService) {
-  const { heldLocks, activeSessions } = await service.store.summary(Date.now());
+  const { heldLocks, activeSessions } = await service.store.summary();
   const { activity } = service;
   const ratesOver = (seconds: number) => {
     const per = (prefix: string, names: readonly string[]) =>

@@ -43,7 +43,9 @@ describe.each(STORES)('lock API on %s', (storeName) => {
   test('L1 opens a session with defaults and the pinned shape; L2 extends it; L3 closes it', async () => {
     const before = Date.now();
     const session = await open({ owner: 'payout-worker-1' });
-    expect(Object.keys(session).sort()).toEqual(['expiresAt', 'owner', 'sessionId', 'ttlMillis']);
+    expect(Object.keys(session).sort()).toEqual(['expiresAt', 'owner', 'sessionId', 'sessionToken', 'ttlMillis']);
+    // >= 128 random bits, base64url.
+    expect((session as unknown as { sessionToken: string }).sessionToken).toMatch(/^[A-Za-z0-9_-]{22,}$/);
     expect(session.ttlMillis).toBe(15000);
     expect(session.owner).toBe('payout-worker-1');
     expect(session.expiresAt).toBeGreaterThanOrEqual(before + 15000);
@@ -140,8 +142,9 @@ describe.each(STORES)('lock API on %s', (storeName) => {
     // Released within the session TTL plus the sweep interval (100 ms in tests) and scheduling slack.
     expect(Date.now() - startedAt).toBeLessThan(ttlMillis + 100 + 2000);
     expect(BigInt(taken.fencingToken)).toBeGreaterThan(BigInt(grant.fencingToken));
-    expectError(await api.renew(key, { sessionId: old.sessionId, fencingToken: grant.fencingToken }), 409, 'LOCK_LOST');
-    expectError(await api.release(key, { sessionId: old.sessionId, fencingToken: grant.fencingToken }), 409, 'LOCK_LOST');
+    // The old session is not live: every session-scoped call names that, not the lock.
+    expectError(await api.renew(key, { sessionId: old.sessionId, fencingToken: grant.fencingToken }), 404, 'SESSION_NOT_FOUND');
+    expectError(await api.release(key, { sessionId: old.sessionId, fencingToken: grant.fencingToken }), 404, 'SESSION_NOT_FOUND');
     expectError(await api.heartbeat(old.sessionId), 404, 'SESSION_NOT_FOUND');
     expect((await api.read(key)).body.sessionId).toBe(successor.sessionId);
   });

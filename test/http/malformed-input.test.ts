@@ -21,7 +21,7 @@ beforeAll(async () => {
   const grant = await (
     await fetch(`${server.url}/v1/locks/${encodeURIComponent(heldKey)}/acquire`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${session.sessionToken}` },
       body: JSON.stringify({ sessionId: liveSession, ttlMillis: 600000 }),
     })
   ).json();

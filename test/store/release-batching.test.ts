@@ -9,6 +9,8 @@ import { SqlLockStore } from '../../lock/store/sql/sql-store.js';
 import type { SqlDatabase } from '../../lock/store/sql/queryable.js';
 import type { LockGrant } from '../../contract/records.js';
 import { sharedPostgres } from '../support/server.js';
+import { openTestSession } from '../support/store-sessions.js';
+import type { ReleaseResult } from '../../lock/store/spi.js';
 
 /** Counts statements reaching the database. */
 function counting(db: SqlDatabase) {
@@ -40,35 +42,38 @@ describe.each(['postgres', 'embedded'] as const)('release batching on %s', (back
   });
 
   test('32 releases in one turn: one statement; a stale token and a repeat fail alone', async () => {
-    const now = Date.now();
-    await store.openSession({ sessionId: 's1', owner: 'o', ttlMillis: 60000, createdAt: now, lastHeartbeatAt: now, expiresAt: now + 60000 });
+    const { credential } = await openTestSession(store, { owner: 'o' });
     const grants: LockGrant[] = [];
     for (let i = 0; i < 32; i++) {
-      const result = await store.tryAcquire({ key: `batch/${i}`, sessionId: 's1', ttlMillis: 30000, now });
+      const result = await store.tryAcquire({ key: `batch/${i}`, session: credential, ttlMillis: 30000 });
       if (result.kind !== 'granted') throw new Error('not granted');
       grants.push(result.grant);
     }
     const before = statements();
-    const results = await Promise.all([
-      ...grants.map((g, i) => store.release({ key: g.key, fencingToken: i === 5 ? '999999' : g.fencingToken, now })),
-      store.release({ key: grants[9]!.key, fencingToken: grants[9]!.fencingToken, now }), // the same release twice
+    const results: ReleaseResult[] = await Promise.all([
+      ...grants.map((g, i) => store.release({ key: g.key, session: credential, fencingToken: i === 5 ? '999999' : g.fencingToken })),
+      store.release({ key: grants[9]!.key, session: credential, fencingToken: grants[9]!.fencingToken }), // the same release twice
     ]);
-    expect(statements() - before).toBe(1);
+    // One batched DELETE; each failure then pays one diagnosis read (session live, token right: lost).
+    expect(statements() - before).toBe(3);
     results.slice(0, 32).forEach((released, i) => {
-      if (i === 5) expect(released).toBeNull();
-      else expect(released).toMatchObject({ key: grants[i]!.key, fencingToken: grants[i]!.fencingToken, owner: 'o' });
+      if (i === 5) expect(released).toEqual({ kind: 'lost' });
+      else expect(released).toMatchObject({ kind: 'released', lock: { key: grants[i]!.key, fencingToken: grants[i]!.fencingToken, owner: 'o' } });
     });
-    expect(results[32]).toBeNull(); // only one of the two identical releases deleted the row
-    expect(await store.readLock('batch/5', now)).toMatchObject({ fencingToken: grants[5]!.fencingToken });
-    expect((await store.listLocks({ limit: 100, prefix: 'batch/' }, now)).items.map((l) => l.key)).toEqual(['batch/5']);
+    expect(results[32]).toEqual({ kind: 'lost' }); // only one of the two identical releases deleted the row
+    expect(await store.readLock('batch/5')).toMatchObject({ fencingToken: grants[5]!.fencingToken });
+    expect((await store.listLocks({ limit: 100, prefix: 'batch/' })).items.map((l) => l.key)).toEqual(['batch/5']);
   });
 
-  test('a lone release keeps the single-row statement and reports a lapsed grant as lost', async () => {
-    const now = Date.now();
-    await store.openSession({ sessionId: 's2', owner: 'o', ttlMillis: 60000, createdAt: now, lastHeartbeatAt: now, expiresAt: now + 60000 });
-    const result = await store.tryAcquire({ key: 'lone', sessionId: 's2', ttlMillis: 1000, now });
+  test('a lone release keeps the single-row statement; a wrong token is refused and deletes nothing', async () => {
+    const { credential, impostor } = await openTestSession(store, { owner: 'o' });
+    const result = await store.tryAcquire({ key: 'lone', session: credential, ttlMillis: 30000 });
     if (result.kind !== 'granted') throw new Error('not granted');
-    expect(await store.release({ key: 'lone', fencingToken: result.grant.fencingToken, now: now + 5000 })).toBeNull();
-    expect(await store.readLock('lone', now)).toBeNull();
+    const before = statements();
+    expect(await store.release({ key: 'lone', session: impostor, fencingToken: result.grant.fencingToken })).toEqual({ kind: 'unauthenticated' });
+    expect(statements() - before).toBe(2);
+    expect(await store.readLock('lone')).toMatchObject({ fencingToken: result.grant.fencingToken });
+    expect(await store.release({ key: 'lone', session: credential, fencingToken: result.grant.fencingToken })).toMatchObject({ kind: 'released' });
+    expect(await store.readLock('lone')).toBeNull();
   });
 });

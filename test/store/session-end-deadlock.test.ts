@@ -7,6 +7,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { PgDatabase } from '../../lock/store/sql/pg-database.js';
 import { SqlLockStore } from '../../lock/store/sql/sql-store.js';
 import { sharedPostgres } from '../support/server.js';
+import { openTestSession, type TestSession } from '../support/store-sessions.js';
 
 const TRIALS = 200;
 let store: SqlLockStore;
@@ -25,29 +26,28 @@ afterAll(async () => {
 test(`${TRIALS} trials of racing session ends raise no deadlock and leave no orphan lock`, async () => {
   const failures: string[] = [];
   for (let trial = 0; trial < TRIALS; trial++) {
-    const now = Date.now();
     const ids = Array.from({ length: 5 }, (_, i) => `t${trial}-s${i}`);
     // s0, s1 live long (closed / killed); s2, s3 lapse (expired by the sweep); s4 races to take keys over.
-    for (const [i, sessionId] of ids.entries()) {
-      const ttlMillis = i === 2 || i === 3 ? 1000 : 60000;
-      await store.openSession({ sessionId, owner: 'deadlock-test', ttlMillis, createdAt: now, lastHeartbeatAt: now, expiresAt: now + ttlMillis });
-    }
+    const sessions: TestSession[] = [];
+    for (const sessionId of ids) sessions.push(await openTestSession(store, { sessionId, owner: 'deadlock-test' }));
     // Interleaved key sets: s0 holds k0,k4,k8; s1 holds k1,k5,k9; ... so orders cross.
     const keys = Array.from({ length: 16 }, (_, k) => `t${trial}/k${String(k).padStart(2, '0')}`);
     for (const [k, key] of keys.entries()) {
-      const holder = ids[k % 4]!;
-      const granted = await store.tryAcquire({ key, sessionId: holder, ttlMillis: 30000, now });
+      const granted = await store.tryAcquire({ key, session: sessions[k % 4]!.credential, ttlMillis: 30000 });
       expect(granted.kind).toBe('granted');
     }
-    const later = now + 1500;
-    const audit = { at: later, actor: 'test', requestId: `trial-${trial}`, reason: 'deadlock trial' };
+    // The store's clock decides lapses: s2 and s3 are made to have lapsed on it, and half the
+    // keys of s0 and s1 get lapsed TTLs, so the sweep and the takeovers have work.
+    await db.query('UPDATE holdfast_sessions SET expires_at = holdfast_now_ms() - 1 WHERE session_id = ANY($1)', [[ids[2], ids[3]]]);
+    await db.query('UPDATE holdfast_locks SET expires_at = holdfast_now_ms() - 1 WHERE key = ANY($1)', [keys.filter((_, k) => k % 8 < 2)]);
+    const audit = { actor: 'test', requestId: `trial-${trial}`, reason: 'deadlock trial' };
     const racers: Promise<unknown>[] = [
-      store.closeSession(ids[0]!, later),
-      store.killSession(ids[1]!, later, audit),
-      store.expireSessions(later, 100),
-      store.expireLocks(later, 100),
-      store.killSession(ids[2]!, later, audit),
-      ...[...keys].reverse().map((key) => store.tryAcquire({ key, sessionId: ids[4]!, ttlMillis: 30000, now: later })),
+      store.closeSession(sessions[0]!.credential),
+      store.killSession(ids[1]!, audit),
+      store.expireSessions(100),
+      store.expireLocks(100),
+      store.killSession(ids[2]!, audit),
+      ...[...keys].reverse().map((key) => store.tryAcquire({ key, session: sessions[4]!.credential, ttlMillis: 30000 })),
     ];
     const settled = await Promise.allSettled(racers);
     for (const result of settled) {
@@ -63,13 +63,13 @@ test(`${TRIALS} trials of racing session ends raise no deadlock and leave no orp
     );
     expect(closedOrKilled[0]!.n).toBe(0);
     // After a sweep, no lock row belongs to a session that no longer exists or has lapsed.
-    await store.expireSessions(later, 100);
-    await store.expireLocks(later, 100);
+    await store.expireSessions(100);
+    await store.expireLocks(100);
     const orphans = await db.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM holdfast_locks l
        WHERE l.key LIKE $1 AND NOT EXISTS (
-         SELECT 1 FROM holdfast_sessions s WHERE s.session_id = l.session_id AND s.expires_at > $2)`,
-      [`t${trial}/%`, later],
+         SELECT 1 FROM holdfast_sessions s WHERE s.session_id = l.session_id AND s.expires_at > holdfast_now_ms())`,
+      [`t${trial}/%`],
     );
     expect(orphans[0]!.n).toBe(0);
   }

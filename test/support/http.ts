@@ -5,7 +5,19 @@ export interface Answer<T = any> {
   headers: Headers;
 }
 
-export function httpClient(baseUrl: string) {
+/**
+ * Session-scoped calls (L2–L6) send the sessionToken L1 answered for the session they
+ * name, remembered per client; pass `headers` (e.g. `{authorization: ''}` or another
+ * session's token) to send something else. `clientToken` goes with L1 and L7.
+ */
+export function httpClient(baseUrl: string, options: { clientToken?: string } = {}) {
+  const sessionTokens = new Map<string, string>();
+  const bearer = (token: string | undefined): Record<string, string> => (token ? { authorization: `Bearer ${token}` } : {});
+  const asSession = (sessionId: unknown, headers: Record<string, string> = {}) => ({
+    ...bearer(typeof sessionId === 'string' ? sessionTokens.get(sessionId) : undefined),
+    ...headers,
+  });
+  const sessionOf = (body: Record<string, unknown>) => body.sessionId;
   async function call<T = any>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer<T>> {
     const response = await fetch(`${baseUrl}${path}`, {
       method,
@@ -18,13 +30,24 @@ export function httpClient(baseUrl: string) {
   const key = (k: string) => encodeURIComponent(k);
   return {
     call,
-    openSession: (body: Record<string, unknown> = {}) => call('POST', '/v1/sessions', body),
-    heartbeat: (sessionId: string) => call('POST', `/v1/sessions/${sessionId}/heartbeat`, {}),
-    closeSession: (sessionId: string) => call('DELETE', `/v1/sessions/${sessionId}`),
-    acquire: (k: string, body: Record<string, unknown>) => call('POST', `/v1/locks/${key(k)}/acquire`, body),
-    renew: (k: string, body: Record<string, unknown>) => call('POST', `/v1/locks/${key(k)}/renew`, body),
-    release: (k: string, body: Record<string, unknown>) => call('POST', `/v1/locks/${key(k)}/release`, body),
-    read: (k: string) => call('GET', `/v1/locks/${key(k)}`),
+    openSession: async (body: Record<string, unknown> = {}, headers: Record<string, string> = {}) => {
+      const answer = await call('POST', '/v1/sessions', body, { ...bearer(options.clientToken), ...headers });
+      if (answer.status === 201) sessionTokens.set(answer.body.sessionId, answer.body.sessionToken);
+      return answer;
+    },
+    /** The sessionToken L1 answered for a session this client opened. */
+    sessionToken: (sessionId: string) => sessionTokens.get(sessionId),
+    heartbeat: (sessionId: string, headers?: Record<string, string>) =>
+      call('POST', `/v1/sessions/${sessionId}/heartbeat`, {}, asSession(sessionId, headers)),
+    closeSession: (sessionId: string, headers?: Record<string, string>) =>
+      call('DELETE', `/v1/sessions/${sessionId}`, undefined, asSession(sessionId, headers)),
+    acquire: (k: string, body: Record<string, unknown>, headers?: Record<string, string>) =>
+      call('POST', `/v1/locks/${key(k)}/acquire`, body, asSession(sessionOf(body), headers)),
+    renew: (k: string, body: Record<string, unknown>, headers?: Record<string, string>) =>
+      call('POST', `/v1/locks/${key(k)}/renew`, body, asSession(sessionOf(body), headers)),
+    release: (k: string, body: Record<string, unknown>, headers?: Record<string, string>) =>
+      call('POST', `/v1/locks/${key(k)}/release`, body, asSession(sessionOf(body), headers)),
+    read: (k: string, headers: Record<string, string> = {}) => call('GET', `/v1/locks/${key(k)}`, undefined, { ...bearer(options.clientToken), ...headers }),
     admin: (token: string | undefined) => {
       const auth: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
       return {

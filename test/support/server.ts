@@ -40,6 +40,8 @@ export interface StartServerOptions {
   wrapStore?: (store: LockStore) => LockStore;
   clock?: StartOptions['clock'];
   random?: StartOptions['random'];
+  /** Extra entries for the tokens file (e.g. role `client`). */
+  tokens?: { name: string; token: string; role: 'viewer' | 'operator' | 'client' }[];
 }
 
 export async function startServer(options: StartServerOptions = {}): Promise<TestServer> {
@@ -53,6 +55,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Tes
     JSON.stringify([
       { name: 'test-operator', token: operatorToken, role: 'operator' },
       { name: 'test-viewer', token: viewerToken, role: 'viewer' },
+      ...(options.tokens ?? []),
     ]),
   );
 

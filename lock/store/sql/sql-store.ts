@@ -7,19 +7,28 @@
  * row, so a session cannot be ended while a grant to it is being written, and
  * no lock of a dead session survives an end-session transaction.
  */
-import { sealAuditEntry } from '../../audit/chain.js';
+import type { LockGrant } from '../../../contract/records.js';
+import { createAuditSealer, type AuditSealer } from '../../audit/chain.js';
 import { NotLeaderError, ValidationFailedError } from '../../errors.js';
-import type { AuditEntry, BackendName, FencingToken, LockGrant, Page, SessionEndCause, SessionInfo } from '../../../contract/records.js';
+import type { AuditEntry, BackendName, FencingToken, Page, SessionEndCause, SessionInfo } from '../../../contract/records.js';
 import type {
   AuditDraft,
+  AuditHead,
   AuditQuery,
+  CloseSessionResult,
+  EndedLock,
   EndedSession,
   ForceRevokeResult,
+  HeartbeatResult,
   HeldLock,
   KillSessionResult,
   ListQuery,
   LockStore,
+  ReleaseResult,
+  RenewResult,
+  SessionCredential,
   SessionRecord,
+  SessionRefusal,
   StoreSummary,
   TryAcquireResult,
 } from '../spi.js';
@@ -29,25 +38,48 @@ import { migrate } from './schema.js';
 import { StatementBatcher } from './statement-batcher.js';
 
 const LOCK_COLUMNS = `key, session_id, owner, fencing_token::text AS fencing_token, ttl_millis, granted_at, expires_at`;
+const QUALIFIED_LOCK_COLUMNS = `l.key, l.session_id, l.owner, l.fencing_token::text AS fencing_token, l.ttl_millis, l.granted_at, l.expires_at`;
 const SESSION_COLUMNS = `session_id, owner, ttl_millis, created_at, last_heartbeat_at, expires_at`;
 const AUDIT_COLUMNS = `id::text AS id, at, actor, action, target, fencing_token::text AS fencing_token, reason, outcome, request_id, prev_hash, hash`;
-/** A lock is live while its TTL has not passed and its session is alive. */
-const LIVE_LOCK = (alias: string, nowParam: string) =>
-  `${alias}.expires_at > ${nowParam} AND EXISTS (SELECT 1 FROM holdfast_sessions hs WHERE hs.session_id = ${alias}.session_id AND hs.expires_at > ${nowParam})`;
+/**
+ * The database clock, read once per statement. An uncorrelated sub-select is an InitPlan:
+ * evaluated once and usable as an index bound (a bare volatile call is neither). A statement
+ * that blocks on a row lock keeps its earlier reading, which only ever errs towards "still
+ * live" for a holder (no early grant) and towards a shorter new expiry.
+ */
+const DB_NOW = '(SELECT holdfast_now_ms())';
+/** A lock is live while its TTL has not passed and its session is alive (store clock). */
+const LIVE_LOCK = (alias: string, now = DB_NOW) =>
+  `${alias}.expires_at > ${now} AND EXISTS (SELECT 1 FROM holdfast_sessions hs WHERE hs.session_id = ${alias}.session_id AND hs.expires_at > ${now})`;
 
 /** PostgreSQL SQLSTATEs that mean "cannot take writes now", answered 503 NOT_LEADER. */
-const NOT_LEADER_STATES = new Set(['25006', '57P01', '57P02', '57P03', '08000', '08003', '08006', '08001', '08004']);
+const NOT_LEADER_STATES = new Set(['25006', '57P01', '57P02', '57P03', '57014', '08000', '08003', '08006', '08001', '08004']);
 const NOT_LEADER_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT']);
+/** pg's client-side timeouts (connect, query) and a dropped connection: the database is out of reach. */
+const UNREACHABLE_MESSAGE = /Connection terminated|timeout exceeded when trying to connect|Query read timeout/i;
+
+interface ReleaseRequest {
+  key: string;
+  session: SessionCredential;
+  fencingToken: FencingToken;
+}
+
+export interface SqlLockStoreOptions {
+  /** Seals audit entries (keyed when HOLDFAST_AUDIT_KEY_FILE is set). */
+  sealer?: AuditSealer;
+}
 
 export class SqlLockStore implements LockStore {
-  private readonly releases = new StatementBatcher((batch: { key: string; fencingToken: FencingToken; now: number }[]) =>
-    this.releaseBatch(batch),
-  );
+  private readonly releases = new StatementBatcher((batch: ReleaseRequest[]) => this.releaseBatch(batch));
+  private readonly sealer: AuditSealer;
 
   constructor(
     private readonly db: SqlDatabase,
     readonly backend: BackendName,
-  ) {}
+    options: SqlLockStoreOptions = {},
+  ) {
+    this.sealer = options.sealer ?? createAuditSealer();
+  }
 
   async init(): Promise<void> {
     await this.guard(() => migrate(this.db));
@@ -63,46 +95,56 @@ export class SqlLockStore implements LockStore {
 
   // ---- sessions -----------------------------------------------------------
 
-  async openSession(session: SessionRecord): Promise<SessionRecord> {
+  async openSession(req: { sessionId: string; owner: string; ttlMillis: number; tokenHash: string }): Promise<SessionRecord> {
     const rows = await this.guard(() =>
       this.db.query(
-        `INSERT INTO holdfast_sessions (${SESSION_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${SESSION_COLUMNS}`,
-        [session.sessionId, session.owner, session.ttlMillis, session.createdAt, session.lastHeartbeatAt, session.expiresAt],
+        `WITH n AS (SELECT holdfast_now_ms() AS now)
+         INSERT INTO holdfast_sessions (${SESSION_COLUMNS}, token_hash)
+         SELECT $1, $2, $3::integer, n.now, n.now, n.now + $3::integer, $4 FROM n
+         RETURNING ${SESSION_COLUMNS}`,
+        [req.sessionId, req.owner, req.ttlMillis, req.tokenHash],
       ),
     );
     return toSession(rows[0]!);
   }
 
-  async heartbeat(sessionId: string, now: number): Promise<SessionRecord | null> {
+  async heartbeat(credential: SessionCredential): Promise<HeartbeatResult> {
     const rows = await this.guard(() =>
       this.db.query(
-        `UPDATE holdfast_sessions SET last_heartbeat_at = $2::bigint, expires_at = $2::bigint + ttl_millis
-         WHERE session_id = $1 AND expires_at > $2 RETURNING ${SESSION_COLUMNS}`,
-        [sessionId, now],
+        `UPDATE holdfast_sessions s SET last_heartbeat_at = n.now, expires_at = n.now + s.ttl_millis
+         FROM (SELECT holdfast_now_ms() AS now) n
+         WHERE s.session_id = $1 AND s.token_hash = $2 AND s.expires_at > n.now
+         RETURNING ${prefixed('s', SESSION_COLUMNS)}`,
+        [credential.sessionId, credential.tokenHash],
       ),
     );
-    return rows[0] ? toSession(rows[0]) : null;
+    if (rows[0]) return { kind: 'alive', session: toSession(rows[0]) };
+    return (await this.refusal(this.db, credential)) ?? { kind: 'session_not_found' };
   }
 
-  async getSession(sessionId: string, now: number): Promise<SessionRecord | null> {
+  async getSession(sessionId: string): Promise<SessionRecord | null> {
     const rows = await this.guard(() =>
-      this.db.query(`SELECT ${SESSION_COLUMNS} FROM holdfast_sessions WHERE session_id = $1 AND expires_at > $2`, [
-        sessionId,
-        now,
-      ]),
+      this.db.query(`SELECT ${SESSION_COLUMNS} FROM holdfast_sessions WHERE session_id = $1 AND expires_at > ${DB_NOW}`, [sessionId]),
     );
     return rows[0] ? toSession(rows[0]) : null;
   }
 
-  async closeSession(sessionId: string, now: number): Promise<EndedSession | null> {
-    return this.guard(() => this.db.transaction((tx) => this.endLiveSession(tx, sessionId, now, 'closed')));
-  }
-
-  async killSession(sessionId: string, now: number, audit: AuditDraft): Promise<KillSessionResult> {
+  async closeSession(credential: SessionCredential): Promise<CloseSessionResult> {
     return this.guard(() =>
       this.db.transaction(async (tx) => {
-        const ended = await this.endLiveSession(tx, sessionId, now, 'killed');
-        const entry = await appendAudit(tx, {
+        const ended = await this.endLiveSession(tx, credential.sessionId, 'closed', credential.tokenHash);
+        if ('kind' in ended) return ended;
+        return { kind: 'closed' as const, ended };
+      }),
+    );
+  }
+
+  async killSession(sessionId: string, audit: AuditDraft): Promise<KillSessionResult> {
+    return this.guard(() =>
+      this.db.transaction(async (tx) => {
+        const result = await this.endLiveSession(tx, sessionId, 'killed');
+        const ended = 'kind' in result ? null : result;
+        const entry = await this.appendAudit(tx, {
           ...audit,
           action: 'session.kill',
           target: sessionId,
@@ -113,17 +155,16 @@ export class SqlLockStore implements LockStore {
     );
   }
 
-  async expireSessions(now: number, limit: number): Promise<EndedSession[]> {
+  async expireSessions(limit: number): Promise<EndedSession[]> {
     return this.guard(() =>
       this.db.transaction(async (tx) => {
-        const sessions = (
-          await tx.query(
-            `SELECT ${SESSION_COLUMNS} FROM holdfast_sessions WHERE expires_at <= $1
-             ORDER BY session_id LIMIT $2 FOR UPDATE SKIP LOCKED`,
-            [now, limit],
-          )
-        ).map(toSession);
-        if (sessions.length === 0) return [];
+        const rows = await tx.query(
+          `SELECT ${SESSION_COLUMNS}, ${DB_NOW} AS ended_at FROM holdfast_sessions WHERE expires_at <= ${DB_NOW}
+           ORDER BY session_id LIMIT $1 FOR UPDATE SKIP LOCKED`,
+          [limit],
+        );
+        if (rows.length === 0) return [];
+        const sessions = rows.map(toSession);
         const ids = sessions.map((s) => s.sessionId);
         const locks = await deleteLocksOfSessions(tx, ids);
         await tx.query('DELETE FROM holdfast_sessions WHERE session_id = ANY($1)', [ids]);
@@ -136,31 +177,33 @@ export class SqlLockStore implements LockStore {
     );
   }
 
-  async expireLocks(now: number, limit: number): Promise<HeldLock[]> {
+  async expireLocks(limit: number): Promise<EndedLock[]> {
     const rows = await this.guard(() =>
       this.db.query(
         // Only lapsed TTLs (an index range scan): locks of ended sessions go with their
         // session in the same transaction, so there are no orphans to hunt for.
-        `DELETE FROM holdfast_locks WHERE key IN (
-           SELECT l.key FROM holdfast_locks l WHERE l.expires_at <= $1::bigint
-           ORDER BY l.key LIMIT $2 FOR UPDATE SKIP LOCKED)
-         RETURNING ${LOCK_COLUMNS}`,
-        [now, limit],
+        `WITH n AS (SELECT holdfast_now_ms() AS now)
+         DELETE FROM holdfast_locks WHERE key IN (
+           SELECT l.key FROM holdfast_locks l WHERE l.expires_at <= ${DB_NOW}
+           ORDER BY l.key LIMIT $1 FOR UPDATE SKIP LOCKED)
+         RETURNING ${LOCK_COLUMNS}, (SELECT now FROM n) AS ended_at`,
+        [limit],
       ),
     );
-    return rows.map(toLock);
+    return rows.map(toEndedLock);
   }
 
-  async listSessions(query: ListQuery, now: number): Promise<Page<SessionInfo>> {
+  async listSessions(query: ListQuery): Promise<Page<SessionInfo>> {
     const after = decodeCursor(query.cursor);
     const rows = await this.guard(() =>
       this.db.query(
-        `SELECT ${SESSION_COLUMNS},
-           (SELECT count(*) FROM holdfast_locks l WHERE l.session_id = s.session_id AND l.expires_at > $1)::int AS lock_count
-         FROM holdfast_sessions s
-         WHERE s.expires_at > $1 AND ($2::text IS NULL OR s.session_id > $2)
-         ORDER BY s.session_id LIMIT $3`,
-        [now, after, query.limit + 1],
+        `WITH n AS (SELECT holdfast_now_ms() AS now)
+         SELECT ${prefixed('s', SESSION_COLUMNS)},
+           (SELECT count(*) FROM holdfast_locks l WHERE l.session_id = s.session_id AND l.expires_at > n.now)::int AS lock_count
+         FROM holdfast_sessions s, n
+         WHERE s.expires_at > n.now AND ($1::text IS NULL OR s.session_id > $1)
+         ORDER BY s.session_id LIMIT $2`,
+        [after, query.limit + 1],
       ),
     );
     const items = rows.slice(0, query.limit).map((r) => ({ ...toSession(r), lockCount: Number(r.lock_count) }));
@@ -169,120 +212,127 @@ export class SqlLockStore implements LockStore {
 
   // ---- locks --------------------------------------------------------------
 
-  async tryAcquire(req: { key: string; sessionId: string; ttlMillis: number; now: number }): Promise<TryAcquireResult> {
-    // A row inserted by a transaction that committed after this statement's snapshot can be
-    // seen by ON CONFLICT but not by the holder read; the next statement sees it.
-    for (let attempt = 0; ; attempt++) {
-      const rows = await this.guard(() => this.db.query(TRY_ACQUIRE_SQL, [req.key, req.sessionId, req.ttlMillis, req.now]));
-      const row = rows[0];
-      if (!row) {
-        if (attempt < 5) continue;
-        throw new Error(`tryAcquire on ${JSON.stringify(req.key)} saw neither a grant nor a holder`);
+  async tryAcquire(req: { key: string; session: SessionCredential; ttlMillis: number }): Promise<TryAcquireResult> {
+    const rows = await this.guard(() =>
+      this.db.query(
+        `SELECT r_kind AS kind, r_key AS key, r_session_id AS session_id, r_owner AS owner, r_fencing_token AS fencing_token,
+           r_ttl_millis AS ttl_millis, r_granted_at AS granted_at, r_expires_at AS expires_at
+         FROM holdfast_try_acquire($1::text, $2::text, $3::text, $4::integer)`,
+        [req.key, req.session.sessionId, req.session.tokenHash, req.ttlMillis],
+      ),
+    );
+    const row = rows[0];
+    if (!row) throw new Error(`tryAcquire on ${JSON.stringify(req.key)} answered nothing`);
+    switch (row.kind) {
+      case 'session_not_found':
+      case 'unauthenticated':
+        return { kind: row.kind };
+      case 'held':
+        return { kind: 'held', holder: toLock(row) };
+      default: {
+        const lock = toLock(row);
+        return { kind: 'granted', grant: toGrant(lock), owner: lock.owner, existing: row.kind === 'existing' };
       }
-      if (row.kind === 'no_session') return { kind: 'session_not_found' };
-      const lock = toLock(row);
-      if (row.kind === 'granted') {
-        // Fresh insert: the drawn token. Takeover: a new token, granted now. Otherwise the caller's existing grant.
-        const existing = row.drawn_token !== lock.fencingToken && lock.grantedAt !== req.now;
-        return { kind: 'granted', grant: toGrant(lock), owner: lock.owner, existing };
-      }
-      return { kind: 'held', holder: lock };
     }
   }
 
-  async renew(req: {
-    key: string;
-    sessionId: string;
-    fencingToken: FencingToken;
-    ttlMillis: number;
-    now: number;
-  }): Promise<HeldLock | null> {
+  async renew(req: { key: string; session: SessionCredential; fencingToken: FencingToken; ttlMillis?: number }): Promise<RenewResult> {
     const rows = await this.guard(() =>
       this.db.query(
-        `UPDATE holdfast_locks l SET ttl_millis = $4::integer, expires_at = $5::bigint + $4::integer
-         WHERE l.key = $1 AND l.fencing_token = $2::bigint AND l.session_id = $3 AND ${LIVE_LOCK('l', '$5')}
-         RETURNING ${LOCK_COLUMNS}`,
-        [req.key, req.fencingToken, req.sessionId, req.ttlMillis, req.now],
+        // Without a TTL the grant keeps its own: a renew never shortens a lock by accident.
+        `UPDATE holdfast_locks l
+         SET ttl_millis = COALESCE($5::integer, l.ttl_millis), expires_at = n.now + COALESCE($5::integer, l.ttl_millis)
+         FROM holdfast_sessions s, (SELECT holdfast_now_ms() AS now) n
+         WHERE l.key = $1 AND l.fencing_token = $2::bigint AND l.session_id = $3 AND l.expires_at > n.now
+           AND s.session_id = $3 AND s.token_hash = $4 AND s.expires_at > n.now
+         RETURNING ${QUALIFIED_LOCK_COLUMNS}`,
+        [req.key, req.fencingToken, req.session.sessionId, req.session.tokenHash, req.ttlMillis ?? null],
       ),
     );
-    return rows[0] ? toLock(rows[0]) : null;
+    if (rows[0]) return { kind: 'renewed', lock: toLock(rows[0]) };
+    return (await this.refusal(this.db, req.session)) ?? { kind: 'lost' };
   }
 
-  /** Compare-and-delete on (key, token); concurrent releases share one statement. */
-  release(req: { key: string; fencingToken: FencingToken; now: number }): Promise<HeldLock | null> {
+  /** Compare-and-delete on (key, token) of the caller's live grant; concurrent releases share one statement. */
+  release(req: ReleaseRequest): Promise<ReleaseResult> {
     return this.releases.submit(req);
   }
 
-  private async releaseBatch(batch: { key: string; fencingToken: FencingToken; now: number }[]): Promise<(HeldLock | null)[]> {
+  private async releaseBatch(batch: ReleaseRequest[]): Promise<ReleaseResult[]> {
     const rows =
       batch.length === 1
         ? await this.guard(() =>
             this.db.query(
-              `DELETE FROM holdfast_locks l WHERE l.key = $1 AND l.fencing_token = $2::bigint
-               RETURNING ${LOCK_COLUMNS}, (${LIVE_LOCK('l', '$3::bigint')}) AS live`,
-              [batch[0]!.key, batch[0]!.fencingToken, batch[0]!.now],
+              `DELETE FROM holdfast_locks l USING holdfast_sessions s, (SELECT holdfast_now_ms() AS now) n
+               WHERE l.key = $1 AND l.fencing_token = $2::bigint AND l.session_id = $3 AND l.expires_at > n.now
+                 AND s.session_id = $3 AND s.token_hash = $4 AND s.expires_at > n.now
+               RETURNING ${QUALIFIED_LOCK_COLUMNS}, n.now AS ended_at`,
+              [batch[0]!.key, batch[0]!.fencingToken, batch[0]!.session.sessionId, batch[0]!.session.tokenHash],
             ),
           )
         : await this.guard(() =>
             // Rows are locked in key order (the sort sits below the row locks), like every multi-row writer.
             this.db.query(
-              `WITH r AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS r(key, token, now)),
+              `WITH n AS (SELECT holdfast_now_ms() AS now),
+               r AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[]) AS r(key, token, sid, hash)),
                target AS (
-                 SELECT l.key FROM holdfast_locks l JOIN r ON l.key = r.key AND l.fencing_token = r.token
+                 SELECT l.key FROM holdfast_locks l JOIN r ON l.key = r.key AND l.fencing_token = r.token AND l.session_id = r.sid
                  ORDER BY l.key FOR UPDATE OF l)
-               DELETE FROM holdfast_locks l USING r
-               WHERE l.key IN (SELECT key FROM target) AND l.key = r.key AND l.fencing_token = r.token
-               RETURNING ${LOCK_COLUMNS.replace('key,', 'l.key,').replace('fencing_token::text', 'l.fencing_token::text')},
-                 (${LIVE_LOCK('l', 'r.now')}) AS live`,
-              [batch.map((b) => b.key), batch.map((b) => b.fencingToken), batch.map((b) => b.now)],
+               DELETE FROM holdfast_locks l USING r, n, holdfast_sessions s
+               WHERE l.key IN (SELECT key FROM target) AND l.key = r.key AND l.fencing_token = r.token AND l.session_id = r.sid
+                 AND l.expires_at > n.now AND s.session_id = r.sid AND s.token_hash = r.hash AND s.expires_at > n.now
+               RETURNING ${QUALIFIED_LOCK_COLUMNS}, n.now AS ended_at`,
+              [batch.map((b) => b.key), batch.map((b) => b.fencingToken), batch.map((b) => b.session.sessionId), batch.map((b) => b.session.tokenHash)],
             ),
           );
-    // A grant that had already lapsed is gone whoever deletes the row: report it lost.
     const deleted = new Map(rows.map((row) => [`${String(row.key)}\u0000${String(row.fencing_token)}`, row]));
-    return batch.map((b) => {
-      const row = deleted.get(`${b.key}\u0000${b.fencingToken}`);
-      // A key released twice in one batch: only the first caller gets the deleted row.
-      if (row) deleted.delete(`${b.key}\u0000${b.fencingToken}`);
-      return row && row.live ? toLock(row) : null;
-    });
+    const results: ReleaseResult[] = [];
+    for (const b of batch) {
+      const id = `${b.key}\u0000${b.fencingToken}`;
+      const row = deleted.get(id);
+      if (row) {
+        // A key released twice in one batch: only the first caller gets the deleted row.
+        deleted.delete(id);
+        results.push({ kind: 'released', lock: toEndedLock(row) });
+      } else {
+        // Only a failure pays for the diagnosis: whose session, and was the token right.
+        results.push((await this.guard(() => this.refusal(this.db, b.session))) ?? { kind: 'lost' });
+      }
+    }
+    return results;
   }
 
-  async readLock(key: string, now: number): Promise<HeldLock | null> {
+  async readLock(key: string): Promise<HeldLock | null> {
     const rows = await this.guard(() =>
-      this.db.query(`SELECT ${LOCK_COLUMNS} FROM holdfast_locks l WHERE l.key = $1 AND ${LIVE_LOCK('l', '$2')}`, [key, now]),
+      this.db.query(`SELECT ${LOCK_COLUMNS} FROM holdfast_locks l WHERE l.key = $1 AND ${LIVE_LOCK('l')}`, [key]),
     );
     return rows[0] ? toLock(rows[0]) : null;
   }
 
-  async listLocks(query: ListQuery & { prefix?: string }, now: number): Promise<Page<HeldLock>> {
+  async listLocks(query: ListQuery & { prefix?: string }): Promise<Page<HeldLock>> {
     const after = decodeCursor(query.cursor);
     const rows = await this.guard(() =>
       this.db.query(
         `SELECT ${LOCK_COLUMNS} FROM holdfast_locks l
-         WHERE ${LIVE_LOCK('l', '$1')}
-           AND ($2::text IS NULL OR starts_with(l.key, $2))
-           AND ($3::text IS NULL OR l.key > $3)
-         ORDER BY l.key LIMIT $4`,
-        [now, query.prefix || null, after, query.limit + 1],
+         WHERE ${LIVE_LOCK('l')}
+           AND ($1::text IS NULL OR starts_with(l.key, $1))
+           AND ($2::text IS NULL OR l.key > $2)
+         ORDER BY l.key LIMIT $3`,
+        [query.prefix || null, after, query.limit + 1],
       ),
     );
     const items = rows.slice(0, query.limit).map(toLock);
     return { items, nextCursor: rows.length > query.limit ? encodeCursor(items.at(-1)!.key) : null };
   }
 
-  async forceRevoke(req: {
-    key: string;
-    expectedFencingToken?: FencingToken;
-    now: number;
-    audit: AuditDraft;
-  }): Promise<ForceRevokeResult> {
+  async forceRevoke(req: { key: string; expectedFencingToken?: FencingToken; audit: AuditDraft }): Promise<ForceRevokeResult> {
     return this.guard(() =>
       this.db.transaction(async (tx) => {
         const rows = await tx.query(
-          `SELECT ${LOCK_COLUMNS}, (${LIVE_LOCK('l', '$2')}) AS live FROM holdfast_locks l WHERE l.key = $1 FOR UPDATE`,
-          [req.key, req.now],
+          `SELECT ${LOCK_COLUMNS}, (${LIVE_LOCK('l')}) AS live, ${DB_NOW} AS ended_at FROM holdfast_locks l WHERE l.key = $1 FOR UPDATE`,
+          [req.key],
         );
-        const current = rows[0] && rows[0].live ? toLock(rows[0]) : undefined;
+        const current = rows[0] && rows[0].live ? toEndedLock(rows[0]) : undefined;
         let outcome: ForceRevokeResult['outcome'];
         if (!current) outcome = 'NOT_HELD';
         else if (req.expectedFencingToken !== undefined && req.expectedFencingToken !== current.fencingToken)
@@ -291,17 +341,18 @@ export class SqlLockStore implements LockStore {
         if (outcome === 'REVOKED') {
           await tx.query('DELETE FROM holdfast_locks WHERE key = $1', [req.key]);
         }
-        const audit = await appendAudit(tx, {
+        const audit = await this.appendAudit(tx, {
           ...req.audit,
           action: 'lock.revoke',
           target: req.key,
           fencingToken: outcome === 'REVOKED' ? current!.fencingToken : req.expectedFencingToken,
           outcome,
         });
+        const holder = current ? withoutEnd(current) : undefined;
         return {
           outcome,
           ...(outcome === 'REVOKED' ? { revoked: current } : {}),
-          ...(outcome === 'TOKEN_MISMATCH' ? { holder: current } : {}),
+          ...(outcome === 'TOKEN_MISMATCH' ? { holder } : {}),
           audit,
         };
       }),
@@ -337,34 +388,97 @@ export class SqlLockStore implements LockStore {
     }
   }
 
-  async summary(now: number): Promise<StoreSummary> {
+  async readAuditHead(): Promise<AuditHead> {
+    const rows = await this.guard(() => this.db.query('SELECT last_id::text AS last_id, last_hash FROM holdfast_audit_head'));
+    return { lastId: String(rows[0]!.last_id), lastHash: String(rows[0]!.last_hash) };
+  }
+
+  async summary(): Promise<StoreSummary> {
     const rows = await this.guard(() =>
       this.db.query(
-        `SELECT
-           (SELECT count(*) FROM holdfast_locks l WHERE ${LIVE_LOCK('l', '$1')})::int AS held,
-           (SELECT count(*) FROM holdfast_sessions WHERE expires_at > $1)::int AS sessions`,
-        [now],
+        `WITH n AS (SELECT holdfast_now_ms() AS now),
+         live AS (SELECT l.granted_at FROM holdfast_locks l, n WHERE ${LIVE_LOCK('l', 'n.now')})
+         SELECT
+           (SELECT count(*) FROM live)::int AS held,
+           (SELECT count(*) FROM holdfast_sessions s, n WHERE s.expires_at > n.now)::int AS sessions,
+           COALESCE((SELECT n.now - min(granted_at) FROM live, n GROUP BY n.now), 0) AS oldest`,
       ),
     );
-    return { heldLocks: Number(rows[0]!.held), activeSessions: Number(rows[0]!.sessions) };
+    return {
+      heldLocks: Number(rows[0]!.held),
+      activeSessions: Number(rows[0]!.sessions),
+      oldestHeldMillis: Math.max(0, Number(rows[0]!.oldest)),
+    };
   }
 
   // ---- internals ----------------------------------------------------------
 
+  /**
+   * Why a session-scoped change touched nothing: the session is not live, or the token is
+   * wrong. Null when the session is live and the token right (the lock itself is the problem).
+   */
+  private async refusal(db: Queryable, credential: SessionCredential): Promise<SessionRefusal | null> {
+    const rows = await db.query(
+      `SELECT token_hash = $2 AS token_ok FROM holdfast_sessions WHERE session_id = $1 AND expires_at > ${DB_NOW}`,
+      [credential.sessionId, credential.tokenHash],
+    );
+    if (!rows[0]) return { kind: 'session_not_found' };
+    return rows[0].token_ok === true ? null : { kind: 'unauthenticated' };
+  }
+
+  /** Ends a live session (checking its token when one is given) and deletes its locks. */
   private async endLiveSession(
     tx: Queryable,
     sessionId: string,
-    now: number,
     cause: SessionEndCause,
-  ): Promise<EndedSession | null> {
+    tokenHash?: string,
+  ): Promise<EndedSession | SessionRefusal> {
     const rows = await tx.query(
-      `SELECT ${SESSION_COLUMNS} FROM holdfast_sessions WHERE session_id = $1 AND expires_at > $2 FOR UPDATE`,
-      [sessionId, now],
+      `SELECT ${SESSION_COLUMNS}, token_hash FROM holdfast_sessions WHERE session_id = $1 AND expires_at > ${DB_NOW} FOR UPDATE`,
+      [sessionId],
     );
-    if (!rows[0]) return null;
+    if (!rows[0]) return { kind: 'session_not_found' };
+    if (tokenHash !== undefined && rows[0].token_hash !== tokenHash) return { kind: 'unauthenticated' };
     const releasedLocks = await deleteLocksOfSessions(tx, [sessionId]);
     await tx.query('DELETE FROM holdfast_sessions WHERE session_id = $1', [sessionId]);
     return { session: toSession(rows[0]), cause, releasedLocks };
+  }
+
+  private async appendAudit(
+    tx: Queryable,
+    draft: AuditDraft & Pick<AuditEntry, 'action' | 'target' | 'outcome'> & { fencingToken?: FencingToken | undefined },
+  ): Promise<AuditEntry> {
+    const head = (await tx.query(`SELECT last_id, last_hash, ${DB_NOW} AS now FROM holdfast_audit_head FOR UPDATE`))[0]!;
+    const entry = this.sealer.seal(String(head.last_hash), {
+      id: String(Number(head.last_id) + 1),
+      at: Number(head.now),
+      actor: draft.actor,
+      action: draft.action,
+      target: draft.target,
+      ...(draft.fencingToken !== undefined ? { fencingToken: draft.fencingToken } : {}),
+      reason: draft.reason,
+      outcome: draft.outcome,
+      requestId: draft.requestId,
+    });
+    await tx.query(
+      `INSERT INTO holdfast_audit (id, at, actor, action, target, fencing_token, reason, outcome, request_id, prev_hash, hash)
+       VALUES ($1::bigint, $2, $3, $4, $5, $6::bigint, $7, $8, $9, $10, $11)`,
+      [
+        entry.id,
+        entry.at,
+        entry.actor,
+        entry.action,
+        entry.target,
+        entry.fencingToken ?? null,
+        entry.reason,
+        entry.outcome,
+        entry.requestId,
+        entry.prevHash,
+        entry.hash,
+      ],
+    );
+    await tx.query('UPDATE holdfast_audit_head SET last_id = $1::bigint, last_hash = $2', [entry.id, entry.hash]);
+    return entry;
   }
 
   /** Maps "cannot take writes" failures to NOT_LEADER; everything else propagates as is. */
@@ -373,7 +487,7 @@ export class SqlLockStore implements LockStore {
       return await operation();
     } catch (error) {
       const e = error as { code?: string; message?: string };
-      if ((e.code && (NOT_LEADER_STATES.has(e.code) || NOT_LEADER_ERRNOS.has(e.code))) || /Connection terminated/i.test(e.message ?? '')) {
+      if ((e.code && (NOT_LEADER_STATES.has(e.code) || NOT_LEADER_ERRNOS.has(e.code))) || UNREACHABLE_MESSAGE.test(e.message ?? '')) {
         throw new NotLeaderError(`the ${this.backend} store cannot take writes: ${e.message ?? e.code}`);
       }
       // Class 22 (data exception): a value PostgreSQL cannot take slipped past validation; it is input, not a bug.
@@ -385,83 +499,20 @@ export class SqlLockStore implements LockStore {
   }
 }
 
-/**
- * One statement: grant if free (absent, lapsed, or its session dead), keep the
- * existing grant if the caller already holds it, else report the holder.
- */
-const TRY_ACQUIRE_SQL = `
-WITH s AS (
-  SELECT session_id, owner FROM holdfast_sessions
-  WHERE session_id = $2::text AND expires_at > $4::bigint
-  FOR SHARE
-),
-drawn AS (
-  SELECT nextval('holdfast_fencing_seq')::text AS token FROM s
-),
-ins AS (
-  INSERT INTO holdfast_locks AS l (key, session_id, owner, fencing_token, ttl_millis, granted_at, expires_at)
-  SELECT $1::text, s.session_id, s.owner, drawn.token::bigint, $3::integer, $4, $4 + $3::integer FROM s, drawn
-  ON CONFLICT (key) DO UPDATE SET
-    session_id    = EXCLUDED.session_id,
-    owner         = EXCLUDED.owner,
-    -- A takeover draws its token here, after the row lock is held: a token drawn before
-    -- blocking on a busy row could commit behind later tokens of other keys.
-    fencing_token = CASE WHEN l.session_id = EXCLUDED.session_id AND ${LIVE_LOCK('l', '$4')} THEN l.fencing_token ELSE nextval('holdfast_fencing_seq') END,
-    ttl_millis    = CASE WHEN l.session_id = EXCLUDED.session_id AND ${LIVE_LOCK('l', '$4')} THEN l.ttl_millis ELSE EXCLUDED.ttl_millis END,
-    granted_at    = CASE WHEN l.session_id = EXCLUDED.session_id AND ${LIVE_LOCK('l', '$4')} THEN l.granted_at ELSE EXCLUDED.granted_at END,
-    expires_at    = CASE WHEN l.session_id = EXCLUDED.session_id AND ${LIVE_LOCK('l', '$4')} THEN l.expires_at ELSE EXCLUDED.expires_at END
-  WHERE l.session_id = EXCLUDED.session_id OR NOT (${LIVE_LOCK('l', '$4')})
-  RETURNING ${LOCK_COLUMNS}
-)
-SELECT 'granted' AS kind, ins.*, (SELECT token FROM drawn) AS drawn_token FROM ins
-UNION ALL
-SELECT 'no_session', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL WHERE NOT EXISTS (SELECT 1 FROM s)
-UNION ALL
-SELECT 'held', ${LOCK_COLUMNS}, NULL FROM holdfast_locks h
-WHERE h.key = $1 AND EXISTS (SELECT 1 FROM s) AND NOT EXISTS (SELECT 1 FROM ins)
-`;
-
-async function deleteLocksOfSessions(tx: Queryable, sessionIds: string[]): Promise<HeldLock[]> {
+async function deleteLocksOfSessions(tx: Queryable, sessionIds: string[]): Promise<EndedLock[]> {
   await tx.query('SELECT key FROM holdfast_locks WHERE session_id = ANY($1) ORDER BY key FOR UPDATE', [sessionIds]);
-  const rows = await tx.query(`DELETE FROM holdfast_locks WHERE session_id = ANY($1) RETURNING ${LOCK_COLUMNS}`, [sessionIds]);
-  return rows.map(toLock);
+  const rows = await tx.query(
+    `DELETE FROM holdfast_locks WHERE session_id = ANY($1) RETURNING ${LOCK_COLUMNS}, ${DB_NOW} AS ended_at`,
+    [sessionIds],
+  );
+  return rows.map(toEndedLock);
 }
 
-async function appendAudit(
-  tx: Queryable,
-  draft: AuditDraft & Pick<AuditEntry, 'action' | 'target' | 'outcome'> & { fencingToken?: FencingToken },
-): Promise<AuditEntry> {
-  const head = (await tx.query('SELECT last_id, last_hash FROM holdfast_audit_head FOR UPDATE'))[0]!;
-  const entry = sealAuditEntry(String(head.last_hash), {
-    id: String(Number(head.last_id) + 1),
-    at: draft.at,
-    actor: draft.actor,
-    action: draft.action,
-    target: draft.target,
-    ...(draft.fencingToken !== undefined ? { fencingToken: draft.fencingToken } : {}),
-    reason: draft.reason,
-    outcome: draft.outcome,
-    requestId: draft.requestId,
-  });
-  await tx.query(
-    `INSERT INTO holdfast_audit (id, at, actor, action, target, fencing_token, reason, outcome, request_id, prev_hash, hash)
-     VALUES ($1::bigint, $2, $3, $4, $5, $6::bigint, $7, $8, $9, $10, $11)`,
-    [
-      entry.id,
-      entry.at,
-      entry.actor,
-      entry.action,
-      entry.target,
-      entry.fencingToken ?? null,
-      entry.reason,
-      entry.outcome,
-      entry.requestId,
-      entry.prevHash,
-      entry.hash,
-    ],
-  );
-  await tx.query('UPDATE holdfast_audit_head SET last_id = $1::bigint, last_hash = $2', [entry.id, entry.hash]);
-  return entry;
+function prefixed(alias: string, columns: string): string {
+  return columns
+    .split(',')
+    .map((c) => `${alias}.${c.trim()}`)
+    .join(', ');
 }
 
 function toSession(r: Row): SessionRecord {
@@ -485,6 +536,15 @@ function toLock(r: Row): HeldLock {
     grantedAt: Number(r.granted_at),
     expiresAt: Number(r.expires_at),
   };
+}
+
+function toEndedLock(r: Row): EndedLock {
+  return { ...toLock(r), endedAt: Number(r.ended_at) };
+}
+
+function withoutEnd(lock: EndedLock): HeldLock {
+  const { endedAt: _endedAt, ...held } = lock;
+  return held;
 }
 
 function toGrant(lock: HeldLock): LockGrant {
