@@ -2,21 +2,26 @@
  * Keeps one session alive: L2 every third of its TTL, through the Clock.
  *
  * The session is declared lost — once — when the server answers
- * SESSION_NOT_FOUND, or when its conservative deadline (send time of the last
- * successful heartbeat + TTL − margin) passes first. The deadline is watched
- * by its own timer, so a heartbeat that hangs cannot postpone the verdict.
- * NOT_LEADER, 5xx and unanswered heartbeats are retried sooner, until then.
+ * SESSION_NOT_FOUND or UNAUTHENTICATED (it refuses the session's token), or when
+ * its conservative deadline (send time of the last successful heartbeat + TTL −
+ * margin) passes first. The deadline is watched by its own timer, so a heartbeat
+ * that hangs cannot postpone the verdict; and each heartbeat is abandoned after
+ * a quarter of the TTL (request-timeout.ts), so one stalled request cannot hold
+ * the loop either. NOT_LEADER, 5xx and unanswered heartbeats are retried sooner.
  */
 import type { LockApi } from './api.js';
 import type { BackendLabel } from './backend-label.js';
 import { startTimer, type Clock, type Timer } from './clock.js';
 import type { SessionLossCause } from './errors.js';
+import { keepAliveTimeoutMillis, withRequestTimeout } from './request-timeout.js';
 import { conservativeDeadline } from './runtime.js';
 
 export interface HeartbeatOptions {
   api: LockApi;
   clock: Clock;
   sessionId: string;
+  /** The session's bearer token for L2; kept here only as the loop's argument. */
+  sessionToken: string;
   ttlMillis: number;
   safetyMarginMillis: number;
   /** Conservative deadline established by the session's open (L1). */
@@ -28,6 +33,8 @@ export interface HeartbeatOptions {
 export class HeartbeatScheduler {
   readonly intervalMillis: number;
   readonly retryMillis: number;
+  /** How long one heartbeat may stay unanswered before it is abandoned and sent again. */
+  readonly requestTimeoutMillis: number;
   private readonly stopper = new AbortController();
   private watchdog: Timer | undefined;
   private deadline: number;
@@ -35,6 +42,7 @@ export class HeartbeatScheduler {
   constructor(private readonly options: HeartbeatOptions) {
     this.intervalMillis = Math.max(1, Math.floor(options.ttlMillis / 3));
     this.retryMillis = Math.max(1, Math.min(this.intervalMillis, Math.floor(options.ttlMillis / 10)));
+    this.requestTimeoutMillis = keepAliveTimeoutMillis(options.ttlMillis);
     this.deadline = options.initialDeadline;
   }
 
@@ -67,7 +75,7 @@ export class HeartbeatScheduler {
   }
 
   private async loop(): Promise<void> {
-    const { api, clock, sessionId, ttlMillis, safetyMarginMillis } = this.options;
+    const { api, clock, sessionId, sessionToken, ttlMillis, safetyMarginMillis } = this.options;
     const stopped = this.stopper.signal;
     let delay = this.intervalMillis;
     while (!stopped.aborted) {
@@ -79,7 +87,9 @@ export class HeartbeatScheduler {
       const sentAt = clock.now();
       let answer;
       try {
-        answer = await api.heartbeat(sessionId, stopped);
+        answer = await withRequestTimeout(clock, this.requestTimeoutMillis, stopped, 'the heartbeat', (signal) =>
+          api.heartbeat(sessionId, sessionToken, signal),
+        );
       } catch {
         if (stopped.aborted) return;
         delay = this.retryMillis; // no answer: try again soon, the watchdog decides
@@ -93,6 +103,9 @@ export class HeartbeatScheduler {
         delay = this.intervalMillis;
       } else if (answer.code === 'SESSION_NOT_FOUND') {
         this.lose('not_found');
+        return;
+      } else if (answer.code === 'UNAUTHENTICATED') {
+        this.lose('unauthenticated');
         return;
       } else {
         delay = this.retryMillis;
