@@ -8,8 +8,10 @@ import type { WaitEdge } from '../lib/insight-types';
 import { shortId } from '../lib/format';
 
 const SIZE = 560;
-const RADIUS = 210;
-const NODE_RADIUS = 26;
+const RADIUS = 200;
+const NODE_RADIUS = 22;
+/** How far an arrow bows out of the straight line, so two opposite waits do not overlap. */
+const BEND = 60;
 
 export function WaitGraphSvg({ items, cycles }: { items: WaitEdge[]; cycles: string[][] }) {
   const cycleOf = new Map<string, number>();
@@ -53,8 +55,14 @@ export function WaitGraphSvg({ items, cycles }: { items: WaitEdge[]; cycles: str
         const sy = from.y + (dy / length) * NODE_RADIUS;
         const ex = to.x - (dx / length) * NODE_RADIUS;
         const ey = to.y - (dy / length) * NODE_RADIUS;
-        const cx = (sx + ex) / 2 - (dy / length) * 30;
-        const cy = (sy + ey) / 2 + (dx / length) * 30;
+        // The unit normal the curve bows along; the label sits just outside the curve's midpoint.
+        const nx = -dy / length;
+        const ny = dx / length;
+        const cx = (sx + ex) / 2 + nx * BEND;
+        const cy = (sy + ey) / 2 + ny * BEND;
+        const lx = (sx + ex) / 4 + cx / 2 + nx * 6;
+        const ly = (sy + ey) / 4 + cy / 2 + ny * 6 + 4;
+        const anchor = nx > 0.3 ? 'start' : nx < -0.3 ? 'end' : 'middle';
         return (
           <g key={`${w.waiterSessionId}-${w.key}-${i}`} data-testid="wait-edge" data-cycle={cycle ? 'yes' : 'no'} data-key={w.key}>
             <path
@@ -64,7 +72,7 @@ export function WaitGraphSvg({ items, cycles }: { items: WaitEdge[]; cycles: str
               strokeWidth={cycle ? 2.5 : 1.5}
               markerEnd={cycle ? 'url(#arrow-cycle)' : 'url(#arrow)'}
             />
-            <text x={cx} y={cy} className="wait-label" textAnchor="middle" fill={cycle ? '#ffb4b1' : '#c9d4df'}>
+            <text x={lx} y={ly} className="wait-label" textAnchor={anchor} fill={cycle ? '#ffb4b1' : '#c9d4df'}>
               {w.key.length > 24 ? `${w.key.slice(0, 23)}…` : w.key}
             </text>
           </g>
@@ -77,7 +85,7 @@ export function WaitGraphSvg({ items, cycles }: { items: WaitEdge[]; cycles: str
           <g key={session} data-testid="wait-node" data-session={session} data-cycle={cycle ? 'yes' : 'no'}>
             <title>{session}</title>
             <circle cx={p.x} cy={p.y} r={NODE_RADIUS} fill={cycle ? '#3a1416' : '#16202b'} stroke={cycle ? '#ff6b6b' : '#5aa9ff'} strokeWidth={2} />
-            <text x={p.x} y={p.y + 4} textAnchor="middle" className="wait-node-label" fill="#e6edf3">
+            <text x={p.x} y={p.y + (p.y > SIZE / 2 ? NODE_RADIUS + 16 : -NODE_RADIUS - 8)} textAnchor="middle" className="wait-node-label" fill="#e6edf3">
               {shortId(session)}
             </text>
           </g>

@@ -105,13 +105,13 @@ export function LocksView() {
             </option>
           ))}
         </select>
-        <label htmlFor="sort">Sort this page by</label>
+        <label htmlFor="sort">Sort by</label>
         <select id="sort" value={sort} onChange={(e) => setSort(e.target.value as SortKey)}>
           <option value="key">key</option>
           <option value="age">held longest (all locks)</option>
-          <option value="ttl">expiring soonest</option>
-          <option value="waiters">most waiters</option>
-          <option value="token">newest token</option>
+          <option value="ttl">expiring soonest (this page)</option>
+          <option value="waiters">most waiters (this page)</option>
+          <option value="token">newest token (this page)</option>
         </select>
       </div>
       <p className="legend muted">
