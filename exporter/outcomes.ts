@@ -20,6 +20,7 @@ export function outcomeOf(route: MeasuredRoute, status: number, code: string | u
     // A renew or release naming an unknown session or a malformed token is the caller's mistake.
     case 'VALIDATION_FAILED':
     case 'SESSION_NOT_FOUND':
+    case 'UNAUTHENTICATED':
     case 'NOT_FOUND':
       return 'invalid';
     // renew/release have no not_leader value in C4: a backend that cannot take writes is an error there.
@@ -36,7 +37,9 @@ function acquireFailure(code: string | undefined): AcquireOutcome {
       return 'contention_exceeded';
     case 'SESSION_NOT_FOUND':
       return 'session_not_found';
+    // A missing or wrong sessionToken is the caller's mistake, like malformed input.
     case 'VALIDATION_FAILED':
+    case 'UNAUTHENTICATED':
     case 'NOT_FOUND':
       return 'invalid';
     case 'NOT_LEADER':

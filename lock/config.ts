@@ -20,6 +20,8 @@ const schema = z.object({
   DATABASE_URL: z.string().optional(),
   ETCD_ENDPOINTS: z.string().optional(),
   HOLDFAST_ADMIN_TOKENS_FILE: z.string().optional(),
+  /** v2: a file holding the audit chain's HMAC key (>= 32 bytes); unset = plain SHA-256 chain. */
+  HOLDFAST_AUDIT_KEY_FILE: z.string().optional(),
   HOLDFAST_DATA_DIR: z.string().default('./.holdfast'),
   LOCK_DEFAULT_TTL_MS: intFrom(1000, 600_000, 30_000),
   HOLDFAST_SWEEP_INTERVAL_MS: intFrom(50, 60_000, 1000),

@@ -4,6 +4,7 @@
  */
 import type { DestinationStream } from 'pino';
 import { AdminTokens } from './admin-tokens.js';
+import { loadAuditSealer } from './audit/audit-key.js';
 import type { ServerConfig } from './config.js';
 import type { Clock } from './core/clock.js';
 import { LockService } from './core/lock-service.js';
@@ -38,6 +39,7 @@ export interface RunningServer {
 }
 
 export async function startHoldfastServer(config: ServerConfig, options: StartOptions = {}): Promise<RunningServer> {
+  const auditSealer = await loadAuditSealer(config.HOLDFAST_AUDIT_KEY_FILE);
   const rawStore = options.store ?? (await openStore(config));
   const metrics = createServerMetrics(rawStore.backend);
   const events = createEventLog(rawStore.backend, options.logDestination ? { destination: options.logDestination } : {});
@@ -51,6 +53,7 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
   const service = new LockService(store, metrics, events, {
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.random ? { random: options.random } : {}),
+    auditSealer,
     contentionBudget: {
       perSessionPerSecond: config.HOLDFAST_CONTENTION_PER_SESSION,
       perSessionBurst: config.HOLDFAST_CONTENTION_PER_SESSION_BURST,

@@ -26,7 +26,7 @@ export class JsonHttpClient {
     this.agent = new http.Agent({ keepAlive: true, maxSockets: connections, maxFreeSockets: connections });
   }
 
-  request(method: 'POST' | 'DELETE', path: string, body?: unknown): Promise<JsonResponse> {
+  request(method: 'POST' | 'DELETE', path: string, body?: unknown, bearer?: string): Promise<JsonResponse> {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     return new Promise((resolve, reject) => {
       const req = http.request(
@@ -36,7 +36,10 @@ export class JsonHttpClient {
           method,
           path,
           agent: this.agent,
-          headers: payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
+          headers: {
+            ...(payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }),
+            ...(bearer ? { authorization: `Bearer ${bearer}` } : {}),
+          },
         },
         (res) => {
           const chunks: Buffer[] = [];

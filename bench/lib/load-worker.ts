@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
 import pg from 'pg';
 import { PgDatabase } from '../../lock/store/sql/pg-database.js';
+import { hashSessionToken, newSessionToken } from '../../lock/core/session-token.js';
 import { SqlLockStore } from '../../lock/store/sql/sql-store.js';
 import { JsonHttpClient, type JsonResponse } from './http-json.js';
 import { LeanHttpConnection } from './lean-http.js';
@@ -23,7 +24,7 @@ const LOCK_TTL_MILLIS = 30_000;
 type Task<T extends LoadTask['target']> = Extract<LoadTask, { target: T }>;
 
 interface Requester {
-  request(method: 'POST' | 'DELETE', path: string, body?: unknown): Promise<JsonResponse>;
+  request(method: 'POST' | 'DELETE', path: string, body?: unknown, bearer?: string): Promise<JsonResponse>;
 }
 
 const send = (message: WorkerMessage) => parentPort!.postMessage(message);
@@ -87,15 +88,17 @@ async function runHttp(task: Task<'http'>): Promise<Window> {
   const { requesters, close } = await openRequesters(task);
   // Sessions open before the window starts, so session set-up is never timed.
   const sessions: string[] = [];
+  const sessionTokens: string[] = [];
   for (const [i, requester] of requesters.entries()) {
     const opened = await requester.request('POST', '/v1/sessions', { ttlMillis: SESSION_TTL_MILLIS, owner: `bench-${i}` });
     if (opened.status !== 201) throw new Error(`opening a session: ${failureOf(opened)}`);
     sessions.push((opened.body as { sessionId: string }).sessionId);
+    sessionTokens.push((opened.body as { sessionToken: string }).sessionToken);
   }
   // Cells normally end long before the TTL; this keeps a long BENCH_SECONDS honest.
   const heartbeats = new JsonHttpClient(task.url, 1);
   const heartbeat = setInterval(() => {
-    for (const id of sessions) void heartbeats.request('POST', `/v1/sessions/${id}/heartbeat`, {}).catch(() => {});
+    for (const [i, id] of sessions.entries()) void heartbeats.request('POST', `/v1/sessions/${id}/heartbeat`, {}, sessionTokens[i]).catch(() => {});
   }, HEARTBEAT_EVERY_MILLIS);
 
   const window = new Window(task);
@@ -106,16 +109,17 @@ async function runHttp(task: Task<'http'>): Promise<Window> {
     await Promise.all(
       requesters.map(async (requester, index) => {
         const sessionId = sessions[index]!;
+        const bearer = sessionTokens[index]!;
         const key = keyOf(index);
         while (window.open) {
           const startedAt = performance.now();
-          const acquired = await requester.request('POST', `/v1/locks/${key}/acquire`, { sessionId, ttlMillis: LOCK_TTL_MILLIS, ...waitMillis });
+          const acquired = await requester.request('POST', `/v1/locks/${key}/acquire`, { sessionId, ttlMillis: LOCK_TTL_MILLIS, ...waitMillis }, bearer);
           if (acquired.status !== 200) {
             window.error(`acquire ${failureOf(acquired)}`);
             continue;
           }
           const fencingToken = (acquired.body as { fencingToken: string }).fencingToken;
-          const released = await requester.request('POST', `/v1/locks/${key}/release`, { sessionId, fencingToken });
+          const released = await requester.request('POST', `/v1/locks/${key}/release`, { sessionId, fencingToken }, bearer);
           if (released.status !== 200) {
             window.error(`release ${failureOf(released)}`);
             continue;
@@ -126,7 +130,7 @@ async function runHttp(task: Task<'http'>): Promise<Window> {
     );
   } finally {
     clearInterval(heartbeat);
-    await Promise.all(sessions.map((id, i) => requesters[i]!.request('DELETE', `/v1/sessions/${id}`).catch(() => undefined)));
+    await Promise.all(sessions.map((id, i) => requesters[i]!.request('DELETE', `/v1/sessions/${id}`, undefined, sessionTokens[i]).catch(() => undefined)));
     heartbeats.close();
     close();
   }
@@ -163,16 +167,11 @@ async function runStore(task: Task<'store'>): Promise<Window> {
   const store = new SqlLockStore(new PgDatabase(task.databaseUrl, task.concurrency), 'postgres');
   await store.init();
   const sessions = await Promise.all(
-    Array.from({ length: task.concurrency }, (_, i) => {
-      const now = Date.now();
-      return store.openSession({
-        sessionId: randomUUID(),
-        owner: `bench-${i}`,
-        ttlMillis: 600_000,
-        createdAt: now,
-        lastHeartbeatAt: now,
-        expiresAt: now + 600_000,
-      });
+    Array.from({ length: task.concurrency }, async (_, i) => {
+      const sessionId = randomUUID();
+      const tokenHash = hashSessionToken(newSessionToken());
+      await store.openSession({ sessionId, owner: `bench-${i}`, ttlMillis: 600_000, tokenHash });
+      return { sessionId, tokenHash };
     }),
   );
   const window = new Window(task);
@@ -182,9 +181,10 @@ async function runStore(task: Task<'store'>): Promise<Window> {
       window,
       async (index) => {
         const key = `${task.keyPrefix}own-${index}`;
-        const acquired = await store.tryAcquire({ key, sessionId: sessions[index]!.sessionId, ttlMillis: LOCK_TTL_MILLIS, now: Date.now() });
+        const session = sessions[index]!;
+        const acquired = await store.tryAcquire({ key, session, ttlMillis: LOCK_TTL_MILLIS });
         if (acquired.kind !== 'granted') return false;
-        return (await store.release({ key, fencingToken: acquired.grant.fencingToken, now: Date.now() })) !== null;
+        return (await store.release({ key, session, fencingToken: acquired.grant.fencingToken })).kind === 'released';
       },
       'store cycle was not granted or not released',
     );

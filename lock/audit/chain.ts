@@ -63,19 +63,55 @@ export type ChainVerification =
   | { ok: true; entries: number; headHash: string }
   | { ok: false; entries: number; brokenAt: string; problem: string };
 
+export interface VerifyOptions {
+  /**
+   * The recorded head (last id and hash), read BEFORE the chain: the walk stops at
+   * it, so entries appended meanwhile are not mistaken for tampering, and a chain
+   * that ends before it (the newest entries deleted) fails naming the first missing id.
+   */
+  head?: { lastId: string; lastHash: string };
+  /** Checks links with this sealer (keyed when the server has an audit key); plain SHA-256 otherwise. */
+  sealer?: AuditSealer;
+}
+
 /** Walks entries oldest first and reports the first one whose links or hash do not hold. */
-export async function verifyAuditChain(entries: AsyncIterable<AuditEntry> | Iterable<AuditEntry>): Promise<ChainVerification> {
+export async function verifyAuditChain(
+  entries: AsyncIterable<AuditEntry> | Iterable<AuditEntry>,
+  options: VerifyOptions = {},
+): Promise<ChainVerification> {
+  const sealer = options.sealer ?? createAuditSealer();
+  const head = options.head;
+  const headId = head ? BigInt(head.lastId) : undefined;
   let prev = GENESIS_HASH;
   let count = 0;
+  let lastId = 0n;
   for await (const entry of entries) {
+    if (headId !== undefined && BigInt(entry.id) > headId) break;
     count += 1;
     if (entry.prevHash !== prev) {
       return { ok: false, entries: count, brokenAt: entry.id, problem: 'prevHash does not match the previous entry' };
     }
-    if (auditHash(prev, entry) !== entry.hash) {
-      return { ok: false, entries: count, brokenAt: entry.id, problem: 'hash does not match the entry content' };
+    if (sealer.hash(prev, entry) !== entry.hash) {
+      const how = sealer.keyed ? ' (or was sealed without this audit key)' : '';
+      return { ok: false, entries: count, brokenAt: entry.id, problem: `hash does not match the entry content${how}` };
     }
     prev = entry.hash;
+    lastId = BigInt(entry.id);
+  }
+  if (head && headId !== undefined) {
+    if (lastId < headId) {
+      const first = (lastId + 1n).toString();
+      const missing = first === head.lastId ? `entry ${first} is` : `entries ${first}..${head.lastId} are`;
+      return {
+        ok: false,
+        entries: count,
+        brokenAt: first,
+        problem: `the chain ends at entry ${lastId} but the recorded head is entry ${head.lastId}: ${missing} missing`,
+      };
+    }
+    if (prev !== head.lastHash) {
+      return { ok: false, entries: count, brokenAt: head.lastId, problem: 'the last entry does not match the recorded head hash' };
+    }
   }
   return { ok: true, entries: count, headHash: prev };
 }

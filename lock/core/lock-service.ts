@@ -4,7 +4,7 @@
  * audit trail. It speaks to a store only through the SPI and never names one.
  */
 import { randomBytes } from 'node:crypto';
-import { verifyAuditChain, type ChainVerification } from '../audit/chain.js';
+import { createAuditSealer, verifyAuditChain, type AuditSealer, type ChainVerification } from '../audit/chain.js';
 import {
   ContentionExceededError,
   LockContendedError,
@@ -52,6 +52,8 @@ export interface LockServiceOptions {
   pollBaseMillis?: number;
   pollMaxMillis?: number;
   insight?: LockInsightOptions;
+  /** The sealer the store seals with: verification checks links with the same key. */
+  auditSealer?: AuditSealer;
 }
 
 export interface SessionView {
@@ -84,6 +86,7 @@ export class LockService {
   private readonly releaseWaiter: ReleaseWaiter | null;
   private readonly pollBaseMillis: number;
   private readonly pollMaxMillis: number;
+  private readonly auditSealer: AuditSealer;
 
   constructor(
     readonly store: LockStore,
@@ -98,6 +101,7 @@ export class LockService {
     this.releaseWaiter = hasReleaseWaiter(store) ? store : null;
     this.pollBaseMillis = options.pollBaseMillis ?? 25;
     this.pollMaxMillis = options.pollMaxMillis ?? 500;
+    this.auditSealer = options.auditSealer ?? createAuditSealer();
     this.activity = new ActivityWindow(() => this.clock.now());
     this.insight = new LockInsight(store, this.waiters, metrics, () => this.clock.now(), options.insight);
     metrics.setGaugeSource('lockWaiters', () => this.waiters.total());
@@ -339,8 +343,10 @@ export class LockService {
     return this.store.listAudit(query);
   }
 
-  verifyAudit(): Promise<ChainVerification> {
-    return verifyAuditChain(this.store.readAuditChain());
+  /** The head is read first: entries appended during the walk are not mistaken for tampering. */
+  async verifyAudit(): Promise<ChainVerification> {
+    const head = await this.store.readAuditHead();
+    return verifyAuditChain(this.store.readAuditChain(), { head, sealer: this.auditSealer });
   }
 
   readAuditHead(): Promise<AuditHead> {

@@ -4,6 +4,8 @@
  */
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
+import { loadAuditSealer } from '../audit/audit-key.js';
+import type { AuditSealer } from '../audit/chain.js';
 import type { ServerConfig } from '../config.js';
 import type { LockStore } from './spi.js';
 import { PgDatabase } from './sql/pg-database.js';
@@ -11,24 +13,25 @@ import { PgliteDatabase } from './sql/pglite-database.js';
 import { SqlLockStore } from './sql/sql-store.js';
 
 export async function openStore(config: ServerConfig): Promise<LockStore> {
+  const sealer = await loadAuditSealer(config.HOLDFAST_AUDIT_KEY_FILE);
   let store: LockStore;
   switch (config.HOLDFAST_STORE) {
     case 'embedded': {
       const dataDir = path.resolve(config.HOLDFAST_DATA_DIR, 'pgdata');
       await mkdir(dataDir, { recursive: true });
-      store = new SqlLockStore(await PgliteDatabase.open(dataDir), 'embedded');
+      store = new SqlLockStore(await PgliteDatabase.open(dataDir), 'embedded', { sealer });
       break;
     }
     case 'postgres':
-      store = new SqlLockStore(new PgDatabase(config.DATABASE_URL!, config.HOLDFAST_PG_POOL_SIZE), 'postgres');
+      store = new SqlLockStore(new PgDatabase(config.DATABASE_URL!, config.HOLDFAST_PG_POOL_SIZE), 'postgres', { sealer });
       break;
     case 'etcd': {
       // Loaded on demand so the embedded default never pulls in the etcd client.
       const etcdModule = './etcd/etcd-store.js';
       const { EtcdStore } = (await import(etcdModule)) as {
-        EtcdStore: new (options: { endpoints: string[] }) => LockStore;
+        EtcdStore: new (options: { endpoints: string[]; sealer: AuditSealer }) => LockStore;
       };
-      store = new EtcdStore({ endpoints: config.ETCD_ENDPOINTS!.split(',').map((e) => e.trim()).filter(Boolean) });
+      store = new EtcdStore({ endpoints: config.ETCD_ENDPOINTS!.split(',').map((e) => e.trim()).filter(Boolean), sealer });
       break;
     }
   }

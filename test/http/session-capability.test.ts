@@ -62,7 +62,7 @@ describe.each(STORES)('session capability on %s', (storeName) => {
   test('a session that is not live is 404 SESSION_NOT_FOUND whatever token is sent', async () => {
     const gone = (await api.openSession({})).body;
     expect((await api.closeSession(gone.sessionId)).status).toBe(204);
-    for (const headers of [{}, { authorization: '' }, { authorization: 'Bearer wrong' }]) {
+    for (const headers of [{}, { authorization: '' }, { authorization: 'Bearer wrong' }] as Record<string, string>[]) {
       expect((await api.heartbeat(gone.sessionId, headers)).body.error.code).toBe('SESSION_NOT_FOUND');
       expect((await api.acquire(freshKey(), { sessionId: gone.sessionId }, headers)).status).toBe(404);
       expect((await api.release(freshKey(), { sessionId: gone.sessionId, fencingToken: '1' }, headers)).status).toBe(404);

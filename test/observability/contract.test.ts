@@ -188,7 +188,7 @@ describe.each(STORES)('C4 contract on %s', (storeName) => {
     const abandon = new AbortController();
     const abandoned = fetch(`${server.url}/v1/locks/${encodeURIComponent(k3)}/acquire`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${api.sessionToken(waiterE)}` },
       body: JSON.stringify({ sessionId: waiterE, waitMillis: 20_000 }),
       signal: abandon.signal,
     }).catch((error: Error) => error);

@@ -91,6 +91,7 @@ describe('server span lock.acquire', () => {
     const callerSpanId = '1122334455667788';
     const answer = await api.call('POST', `/v1/locks/${encodeURIComponent('trace/child')}/acquire`, { sessionId: session }, {
       traceparent: `00-${traceId}-${callerSpanId}-01`,
+      authorization: `Bearer ${api.sessionToken(session)}`,
     });
     expect(answer.status).toBe(200);
     const span = spans().find((s) => s.name === 'lock.acquire' && s.spanContext().traceId === traceId)!;

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../lock/config.js';
 import { startHoldfastServer, type RunningServer, type StartOptions } from '../../lock/holdfast-server.js';
+import { loadAuditSealer } from '../../lock/audit/audit-key.js';
 import { openStore } from '../../lock/store/open-store.js';
 import type { LockStore } from '../../lock/store/spi.js';
 import { PgliteDatabase } from '../../lock/store/sql/pglite-database.js';
@@ -71,7 +72,8 @@ export async function startServer(options: StartServerOptions = {}): Promise<Tes
   let stopBackend = async () => {};
   let store: LockStore;
   if (storeName === 'embedded') {
-    store = new SqlLockStore(await PgliteDatabase.open(undefined, await pgliteTemplate()), 'embedded');
+    const sealer = await loadAuditSealer(options.env?.HOLDFAST_AUDIT_KEY_FILE);
+    store = new SqlLockStore(await PgliteDatabase.open(undefined, await pgliteTemplate()), 'embedded', { sealer });
   } else if (storeName === 'postgres') {
     databaseUrl = await (await sharedPostgres()).createDatabase();
     env.DATABASE_URL = databaseUrl;

@@ -1,5 +1,5 @@
 import { expect, test } from 'vitest';
-import { GENESIS_HASH, canonicalJson, sealAuditEntry, verifyAuditChain } from '../../lock/audit/chain.js';
+import { GENESIS_HASH, canonicalJson, createAuditSealer, sealAuditEntry, verifyAuditChain } from '../../lock/audit/chain.js';
 import type { AuditEntry } from '../../contract/records.js';
 
 function chain(n: number): AuditEntry[] {
@@ -50,4 +50,47 @@ test('re-sealing an edited entry still breaks the next link', async () => {
   const { prevHash, hash: _hash, ...body } = entries[1]!;
   entries[1] = sealAuditEntry(prevHash, { ...body, actor: 'mallory' });
   expect(await verifyAuditChain(entries)).toMatchObject({ ok: false, brokenAt: '3' });
+});
+
+const headOf = (entries: AuditEntry[]) => ({ lastId: entries.at(-1)!.id, lastHash: entries.at(-1)!.hash });
+
+test('deleting the newest entries fails against the recorded head, naming what is missing', async () => {
+  const entries = chain(6);
+  const head = headOf(entries);
+  expect(await verifyAuditChain(entries, { head })).toEqual({ ok: true, entries: 6, headHash: head.lastHash });
+  expect(await verifyAuditChain(entries.slice(0, 4), { head })).toMatchObject({
+    ok: false,
+    brokenAt: '5',
+    problem: expect.stringContaining('entries 5..6 are missing'),
+  });
+  expect(await verifyAuditChain(entries.slice(0, 5), { head })).toMatchObject({ ok: false, brokenAt: '6', problem: expect.stringContaining('entry 6 is missing') });
+  expect(await verifyAuditChain([], { head })).toMatchObject({ ok: false, brokenAt: '1' });
+});
+
+test('entries appended after the head was read are not mistaken for tampering', async () => {
+  const entries = chain(6);
+  expect(await verifyAuditChain(entries, { head: headOf(entries.slice(0, 4)) })).toEqual({ ok: true, entries: 4, headHash: entries[3]!.hash });
+});
+
+test('a head whose hash differs from the last entry fails', async () => {
+  const entries = chain(3);
+  expect(await verifyAuditChain(entries, { head: { lastId: '3', lastHash: 'f'.repeat(64) } })).toMatchObject({ ok: false, brokenAt: '3' });
+});
+
+test('with a key, an unkeyed or wrong-key chain fails and a keyed one passes', async () => {
+  const key = Buffer.alloc(32, 7);
+  const keyed = createAuditSealer(key);
+  const sealed: AuditEntry[] = [];
+  let prev = GENESIS_HASH;
+  for (const entry of chain(3)) {
+    const { prevHash: _p, hash: _h, ...body } = entry;
+    const next = keyed.seal(prev, body);
+    sealed.push(next);
+    prev = next.hash;
+  }
+  expect(await verifyAuditChain(sealed, { sealer: keyed, head: headOf(sealed) })).toMatchObject({ ok: true, entries: 3 });
+  const unkeyed = chain(3);
+  expect(await verifyAuditChain(unkeyed, { sealer: keyed, head: headOf(unkeyed) })).toMatchObject({ ok: false, brokenAt: '1' });
+  expect(await verifyAuditChain(sealed, { sealer: createAuditSealer(Buffer.alloc(32, 8)) })).toMatchObject({ ok: false, brokenAt: '1' });
+  expect(await verifyAuditChain(sealed)).toMatchObject({ ok: false, brokenAt: '1' });
 });

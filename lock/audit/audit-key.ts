@@ -1,0 +1,30 @@
+/**
+ * The optional audit key (HOLDFAST_AUDIT_KEY_FILE): with it the chain is keyed
+ * (HMAC-SHA-256), so write access to the database alone cannot recompute a
+ * chain someone altered. The file holds at least 32 bytes (a trailing newline
+ * is not part of the key); it is read once at start.
+ */
+import { readFile } from 'node:fs/promises';
+import { createAuditSealer, type AuditSealer } from './chain.js';
+
+export const MIN_AUDIT_KEY_BYTES = 32;
+
+export async function loadAuditSealer(keyFile: string | undefined): Promise<AuditSealer> {
+  if (!keyFile) return createAuditSealer();
+  let raw: Buffer;
+  try {
+    raw = await readFile(keyFile);
+  } catch (error) {
+    throw new Error(`cannot read the audit key from ${keyFile}: ${(error as Error).message}`);
+  }
+  const key = raw.subarray(0, raw.length - trailingNewlineBytes(raw));
+  if (key.length < MIN_AUDIT_KEY_BYTES) {
+    throw new Error(`the audit key in ${keyFile} is ${key.length} bytes; it needs at least ${MIN_AUDIT_KEY_BYTES}`);
+  }
+  return createAuditSealer(key);
+}
+
+function trailingNewlineBytes(raw: Buffer): number {
+  if (raw.at(-1) !== 0x0a) return 0;
+  return raw.at(-2) === 0x0d ? 2 : 1;
+}
