@@ -1,25 +1,30 @@
 /**
- * The one function every alert goes through. It adds `severity`, the summary,
- * the templated description and `runbook_url`, so no alert can ship without a
- * runbook link and every link follows one scheme.
+ * The one function every alert goes through. It adds the pinned labels
+ * (`severity` from the alert's action, `service`), the summary, the templated
+ * description, the configured `for` and `runbook_url`, so no alert can ship
+ * without a runbook link or a routing label, and every link follows one scheme.
  */
-import { RUNBOOK_BASE_URL } from './config.js';
+import { SERVICE, SEVERITY, type Action, type MonitoringConfig } from './config.js';
 
 /** `critical` pages, `warning` is a ticket, `info` needs no action. */
-export const SEVERITIES = ['critical', 'warning', 'info'] as const;
-export type Severity = (typeof SEVERITIES)[number];
+export const SEVERITIES = Object.values(SEVERITY);
+export type Severity = (typeof SEVERITY)[Action];
 
 export interface AlertSpec {
   /** CamelCase with the `Holdfast` prefix. */
   readonly name: string;
-  readonly severity: Severity;
+  readonly action: Action;
   readonly expr: string;
+  /**
+   * Pending duration when the alert is not configured in `config.for` (burn-rate
+   * tiers carry their own). Alerts that are configured must not pass one.
+   */
   readonly for?: string;
   /** One sentence, no template: it becomes the notification title. */
   readonly summary: string;
   /** Uses `{{ $value }}` (through a humanize filter) and labels to say what is happening now. */
   readonly description: string;
-  /** Extra static labels (e.g. which burn-rate windows matched). */
+  /** Extra static labels (the SLO name, which burn-rate windows matched, `backend="all"` on fleet-wide alerts). */
   readonly labels?: Readonly<Record<string, string>>;
 }
 
@@ -45,24 +50,30 @@ export function runbookPath(alertName: string): string {
   return `runbooks/${runbookSlug(alertName)}.md`;
 }
 
-export function runbookUrl(alertName: string): string {
-  return `${RUNBOOK_BASE_URL}${runbookSlug(alertName)}.md`;
+export function runbookUrl(config: MonitoringConfig, alertName: string): string {
+  return `${config.runbookBaseUrl}${runbookSlug(alertName)}.md`;
 }
 
-export function defineAlert(spec: AlertSpec): AlertingRule {
+/** The `for` an alert waits: its configured duration, else the spec's own. */
+export function pendingFor(config: MonitoringConfig, spec: Pick<AlertSpec, 'name' | 'for'>): string | undefined {
+  return config.for[spec.name] ?? spec.for;
+}
+
+export function defineAlert(config: MonitoringConfig, spec: AlertSpec): AlertingRule {
   if (!/^Holdfast[A-Z][A-Za-z0-9]*$/.test(spec.name)) {
     throw new Error(`alert name "${spec.name}" must be CamelCase with the Holdfast prefix`);
   }
+  const pending = pendingFor(config, spec);
   // Key order is the order readers expect in rule files: alert, expr, for, labels, annotations.
   return {
     alert: spec.name,
     expr: spec.expr,
-    ...(spec.for ? { for: spec.for } : {}),
-    labels: { severity: spec.severity, ...spec.labels },
+    ...(pending ? { for: pending } : {}),
+    labels: { severity: SEVERITY[spec.action], service: SERVICE, ...spec.labels },
     annotations: {
       summary: spec.summary,
       description: spec.description,
-      runbook_url: runbookUrl(spec.name),
+      runbook_url: runbookUrl(config, spec.name),
     },
   };
 }

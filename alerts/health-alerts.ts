@@ -1,21 +1,51 @@
 /**
- * Lock-health alerts beside the SLO: symptoms that hurt users before the
- * budget shows it (sessions dying, waiters piling up, broken watches), the
- * backend refusing writes, and alerts on the monitoring itself.
- *
- * Known gap: no metric in the contract carries the age of a held lock, so
- * "lock held past a threshold" cannot be alerted on. Operators find old locks
- * on the console's /locks page (grantedAt); see docs/monitoring.md.
+ * Lock-health alerts beside the SLO: the store failing (the root cause that
+ * inhibits its symptoms), symptoms that hurt users before the budget shows it
+ * (sessions dying, waiters piling up, broken watches, old locks, a lagging
+ * sweeper), the backend refusing writes, and alerts on the monitoring itself.
+ * Every threshold and `for` comes from the generator config, and each
+ * description states them.
  */
 import { METRICS } from '../contract/metric-table.js';
-import { HEALTH_THRESHOLDS as T, HOLDFAST_JOB, STORE_WRITE_OPS } from './config.js';
-import { defineAlert, type AlertingRule } from './define-alert.js';
-import { requireLabel, selector } from './promql.js';
+import { STORE_WRITE_OPS, humanDuration, humanSeconds } from './config.js';
+import type { AlertingRule } from './define-alert.js';
+import { requireLabel } from './promql.js';
+import type { RuleContext } from './rule-context.js';
 import type { RuleGroup } from './rule-types.js';
 
-const BY = 'backend';
-const job = `job="${HOLDFAST_JOB}"`;
 const percent = (share: number) => `${Number((share * 100).toPrecision(6))}%`;
+
+/** Alerts that watch the whole fleet, not one backend: they carry `backend="all"`. */
+export const FLEET_WIDE = { backend: 'all' } as const;
+
+export const STORE_UNREACHABLE_ALERT = 'HoldfastStoreUnreachable';
+export const TARGET_DOWN_ALERT = 'HoldfastTargetDown';
+export const TARGET_MISSING_ALERT = 'HoldfastTargetMissing';
+export const WATCHDOG_ALERT = 'HoldfastWatchdog';
+
+/**
+ * The root cause of a store outage, from the server's own timing of every store
+ * call: when a large share fails, nothing else on that backend can work, so
+ * this alert inhibits the symptoms (see alerts/alertmanager.ts). Its `for` is
+ * shorter than theirs so it reaches Alertmanager first.
+ */
+function storeUnreachable(ctx: RuleContext): AlertingRule {
+  const T = ctx.config.thresholds;
+  const window = T.storeErrorWindow;
+  const calls = (outcome?: 'error') =>
+    `sum by (${ctx.by}) (rate(${ctx.series(METRICS.lockStoreSeconds, { series: 'count', match: outcome ? { outcome } : undefined })}[${window}]))`;
+  const name = 'HoldfastStoreUnreachable';
+  return ctx.alert({
+    name,
+    action: 'page',
+    expr: `${calls('error')}\n/\n${calls()}\n> ${T.storeErrorShare}`,
+    summary: 'Holdfast cannot reach its store: store calls are failing.',
+    description:
+      `{{ $value | humanizePercentage }} of store calls on backend {{ $labels.backend }} failed over the last ${humanDuration(window)} ` +
+      `(threshold ${percent(T.storeErrorShare)}, for ${humanDuration(ctx.pending(name))}): PostgreSQL or etcd is down or unreachable, ` +
+      `so no lock can be taken, renewed or released. Alerts it causes on this backend are inhibited while it fires.`,
+  });
+}
 
 /**
  * Server-side signal on purpose: `lock_session_lost_total` is emitted by the
@@ -23,143 +53,207 @@ const percent = (share: number) => `${Number((share * 100).toPrecision(6))}%`;
  * Sessions the server expires for a missed heartbeat (`cause="ttl"`) are the
  * same event seen from the server, for every client, scraped or not.
  */
-function sessionLossSpike(): AlertingRule {
-  const expired = `sum by (${BY}) (increase(${selector(METRICS.lockSessionExpiredTotal, { match: { cause: 'ttl' } })}[10m]))`;
-  const active = `max by (${BY}) (${selector(METRICS.lockSessionsActive)})`;
-  return defineAlert({
-    name: 'HoldfastSessionLossSpike',
-    severity: 'warning',
+function sessionLossSpike(ctx: RuleContext): AlertingRule {
+  const T = ctx.config.thresholds;
+  const expired = `sum by (${ctx.by}) (increase(${ctx.series(METRICS.lockSessionExpiredTotal, { match: { cause: 'ttl' } })}[10m]))`;
+  const active = `max by (${ctx.by}) (${ctx.series(METRICS.lockSessionsActive)})`;
+  const name = 'HoldfastSessionLossSpike';
+  return ctx.alert({
+    name,
+    action: 'ticket',
     expr: `${expired}\n> clamp_min(${T.sessionTtlExpiryShare} * ${active}, ${T.sessionTtlExpiryMin})`,
-    for: '5m',
     summary: 'Many Holdfast sessions are expiring because their heartbeats stopped arriving.',
     description:
       `{{ $value | humanize }} sessions on backend {{ $labels.backend }} expired for a missed heartbeat in the last 10 minutes ` +
-      `(more than ${percent(T.sessionTtlExpiryShare)} of active sessions and at least ${T.sessionTtlExpiryMin}); ` +
+      `(more than ${percent(T.sessionTtlExpiryShare)} of active sessions and at least ${T.sessionTtlExpiryMin}, for ${humanDuration(ctx.pending(name))}); ` +
       `every lock they held was released and their holders must stop using its fencing token.`,
   });
 }
 
-function contentionExceeded(): AlertingRule {
-  const exceeded = `sum by (${requireLabel(BY, METRICS.lockContentionTotal)}) (rate(${selector(METRICS.lockContentionTotal, { match: { reason: 'exceeded' } })}[5m]))`;
-  const acquires = `sum by (${BY}) (rate(${selector(METRICS.lockAcquireSeconds, { series: 'count' })}[5m]))`;
-  return defineAlert({
-    name: 'HoldfastContentionExceededSustained',
-    severity: 'warning',
+function contentionExceeded(ctx: RuleContext): AlertingRule {
+  const T = ctx.config.thresholds;
+  requireLabel('backend', METRICS.lockContentionTotal);
+  const exceeded = `sum by (${ctx.by}) (rate(${ctx.series(METRICS.lockContentionTotal, { match: { reason: 'exceeded' } })}[5m]))`;
+  const acquires = `sum by (${ctx.by}) (rate(${ctx.series(METRICS.lockAcquireSeconds, { series: 'count' })}[5m]))`;
+  const name = 'HoldfastContentionExceededSustained';
+  return ctx.alert({
+    name,
+    action: 'ticket',
     expr: `${exceeded}\n/\n${acquires}\n> ${T.contentionExceededShare}`,
-    for: '15m',
     summary: 'Holdfast keeps refusing acquires with CONTENTION_EXCEEDED.',
     description:
       `{{ $value | humanizePercentage }} of acquire requests on backend {{ $labels.backend }} were refused because a contention budget was spent ` +
-      `(threshold ${percent(T.contentionExceededShare)}, sustained 15 minutes): some clients retry a hot key too eagerly.`,
+      `(threshold ${percent(T.contentionExceededShare)}, sustained ${humanDuration(ctx.pending(name))}): some clients retry a hot key too eagerly.`,
   });
 }
 
-function waitersPilingUp(): AlertingRule {
-  return defineAlert({
-    name: 'HoldfastWaitersPilingUp',
-    severity: 'warning',
-    expr: `sum by (${BY}) (${selector(METRICS.lockWaiters)}) > ${T.waiters}`,
-    for: '10m',
+function waitersPilingUp(ctx: RuleContext): AlertingRule {
+  const T = ctx.config.thresholds;
+  const name = 'HoldfastWaitersPilingUp';
+  return ctx.alert({
+    name,
+    action: 'ticket',
+    expr: `sum by (${ctx.by}) (${ctx.series(METRICS.lockWaiters)}) > ${T.waiters}`,
     summary: 'Acquire requests are piling up waiting for locks on one Holdfast backend.',
     description:
       `{{ $value | humanize }} acquire requests are waiting server-side on backend {{ $labels.backend }} ` +
-      `(threshold ${T.waiters}, for 10 minutes): a lock is held too long or releases are not reaching waiters.`,
+      `(threshold ${T.waiters}, for ${humanDuration(ctx.pending(name))}): a lock is held too long or releases are not reaching waiters.`,
   });
 }
 
-function waitFallback(): AlertingRule {
+function waitFallback(ctx: RuleContext): AlertingRule {
+  const T = ctx.config.thresholds;
   const waits = (match?: { outcome: 'fallback' }) =>
-    `sum by (${BY}) (rate(${selector(METRICS.lockWaitSeconds, { series: 'count', match })}[10m]))`;
-  return defineAlert({
-    name: 'HoldfastWaitFallbackRate',
-    severity: 'warning',
+    `sum by (${ctx.by}) (rate(${ctx.series(METRICS.lockWaitSeconds, { series: 'count', match })}[10m]))`;
+  const name = 'HoldfastWaitFallbackRate';
+  return ctx.alert({
+    name,
+    action: 'ticket',
     expr: `${waits({ outcome: 'fallback' })}\n/\n${waits()}\n> ${T.waitFallbackShare}`,
-    for: '15m',
     summary: 'Holdfast server-side waits are falling back to polling because watches are failing.',
     description:
       `{{ $value | humanizePercentage }} of server-side waits on backend {{ $labels.backend }} ended in the polling fallback ` +
-      `(threshold ${percent(T.waitFallbackShare)}): release notifications are broken, so waiters learn of releases late.`,
+      `(threshold ${percent(T.waitFallbackShare)}, for ${humanDuration(ctx.pending(name))}): release notifications are broken, so waiters learn of releases late.`,
   });
 }
 
 /** A 2 m rate with a 5 m `for`: one leader election (seconds) cannot fire it, a leaderless backend does. */
-function notLeader(): AlertingRule {
-  const notLeaderRate = `sum by (${BY}) (rate(${selector(METRICS.lockAcquireSeconds, { series: 'count', match: { outcome: 'not_leader' } })}[2m]))`;
-  return defineAlert({
-    name: 'HoldfastNotLeaderAnswers',
-    severity: 'critical',
+function notLeader(ctx: RuleContext): AlertingRule {
+  const notLeaderRate = `sum by (${ctx.by}) (rate(${ctx.series(METRICS.lockAcquireSeconds, { series: 'count', match: { outcome: 'not_leader' } })}[2m]))`;
+  const name = 'HoldfastNotLeaderAnswers';
+  return ctx.alert({
+    name,
+    action: 'page',
     expr: `${notLeaderRate} > 0`,
-    for: '5m',
     summary: 'The Holdfast backend cannot take writes, so acquires are answered NOT_LEADER.',
     description:
-      `Backend {{ $labels.backend }} has answered {{ printf "%.2f" $value }} acquires per second with NOT_LEADER for 5 minutes: ` +
+      `Backend {{ $labels.backend }} has answered {{ printf "%.2f" $value }} acquires per second with NOT_LEADER for ${humanDuration(ctx.pending(name))}: ` +
       `there is no etcd leader or PostgreSQL is read-only, and no client can take a new lock.`,
   });
 }
 
-function storeSlow(): AlertingRule {
-  const buckets = selector(METRICS.lockStoreSeconds, { series: 'bucket', match: { op: STORE_WRITE_OPS } });
-  return defineAlert({
-    name: 'HoldfastStoreSlow',
-    severity: 'warning',
-    expr: `histogram_quantile(0.99, sum by (${BY}, le) (rate(${buckets}[5m])))\n> ${T.storeWriteP99Seconds}`,
-    for: '10m',
+function storeSlow(ctx: RuleContext): AlertingRule {
+  const T = ctx.config.thresholds;
+  const buckets = ctx.series(METRICS.lockStoreSeconds, { series: 'bucket', match: { op: STORE_WRITE_OPS } });
+  const name = 'HoldfastStoreSlow';
+  return ctx.alert({
+    name,
+    action: 'ticket',
+    expr: `histogram_quantile(0.99, sum by (${ctx.by}, le) (rate(${buckets}[5m])))\n> ${T.storeWriteP99Seconds}`,
     summary: 'Holdfast store writes on the request path are slow.',
     description:
       `p99 latency of ${STORE_WRITE_OPS.join('/')} on backend {{ $labels.backend }} is {{ $value | humanizeDuration }} ` +
-      `(threshold ${T.storeWriteP99Seconds}s for 10 minutes); acquires and heartbeats slow down with it and sessions risk expiring.`,
+      `(threshold ${T.storeWriteP99Seconds}s for ${humanDuration(ctx.pending(name))}); acquires and heartbeats slow down with it and sessions risk expiring.`,
   });
 }
 
-function deadlock(): AlertingRule {
-  return defineAlert({
-    name: 'HoldfastDeadlockDetected',
-    severity: 'warning',
-    expr: `max by (${BY}, instance) (${selector(METRICS.lockDeadlockCycles)}) > 0`,
-    for: '5m',
+function deadlock(ctx: RuleContext): AlertingRule {
+  const name = 'HoldfastDeadlockDetected';
+  return ctx.alert({
+    name,
+    action: 'ticket',
+    expr: `max by (${ctx.by}, instance) (${ctx.series(METRICS.lockDeadlockCycles)}) > 0`,
     summary: 'Sessions waiting on a Holdfast server form a cycle in the wait-for graph.',
     description:
-      `{{ $value | humanize }} wait-for cycles have persisted for 5 minutes on {{ $labels.instance }} (backend {{ $labels.backend }}): ` +
+      `{{ $value | humanize }} wait-for cycles have persisted for ${humanDuration(ctx.pending(name))} on {{ $labels.instance }} (backend {{ $labels.backend }}): ` +
       `clients acquire the same keys in different orders and keep timing each other out.`,
   });
 }
 
-export function healthAlertGroup(): RuleGroup {
+/** The store knows every holder; `max` over instances, since each reads the same store. */
+function lockHeldTooLong(ctx: RuleContext): AlertingRule {
+  const limit = ctx.config.thresholds.lockHeldTooLongSeconds;
+  const name = 'HoldfastLockHeldTooLong';
+  return ctx.alert({
+    name,
+    action: 'ticket',
+    expr: `max by (${ctx.by}) (${ctx.series(METRICS.lockOldestHeldSeconds)}) > ${limit}`,
+    summary: 'A Holdfast lock has been held longer than locks are expected to be held.',
+    description:
+      `The oldest lock on backend {{ $labels.backend }} has been held for {{ $value | humanizeDuration }} ` +
+      `(threshold ${humanSeconds(limit)}, for ${humanDuration(ctx.pending(name))}): its holder keeps renewing it, is stuck, or forgot to release it, ` +
+      `and everyone waiting for that key is blocked.`,
+  });
+}
+
+function sweepLagging(ctx: RuleContext): AlertingRule {
+  const limit = ctx.config.thresholds.sweepLagSeconds;
+  const name = 'HoldfastSweepLagging';
+  return ctx.alert({
+    name,
+    action: 'ticket',
+    expr: `max by (${ctx.by}) (${ctx.series(METRICS.lockSweepLagSeconds)}) > ${limit}`,
+    summary: 'The Holdfast sweeper is behind: expired sessions and locks are not being cleared.',
+    description:
+      `The oldest overdue expiry on backend {{ $labels.backend }} has waited {{ $value | humanizeDuration }} to be swept ` +
+      `(threshold ${humanSeconds(limit)}, for ${humanDuration(ctx.pending(name))}): keys whose holders are gone stay locked until the sweeper catches up.`,
+  });
+}
+
+export function healthAlertGroup(ctx: RuleContext): RuleGroup {
   return {
     name: 'holdfast-health',
-    rules: [sessionLossSpike(), contentionExceeded(), waitersPilingUp(), waitFallback(), notLeader(), storeSlow(), deadlock()],
+    rules: [
+      storeUnreachable(ctx),
+      sessionLossSpike(ctx),
+      contentionExceeded(ctx),
+      waitersPilingUp(ctx),
+      waitFallback(ctx),
+      notLeader(ctx),
+      storeSlow(ctx),
+      deadlock(ctx),
+      lockHeldTooLong(ctx),
+      sweepLagging(ctx),
+    ],
   };
 }
 
+/**
+ * `up` carries no backend; a down target takes its backend from the last hour
+ * of its own `lock_held` series (the last one if it switched stores), or
+ * `backend="unknown"` if it was never scraped.
+ */
+function targetDownExpr(ctx: RuleContext): string {
+  const keep = ['job', 'instance', ...(ctx.config.clusterLabel ? [ctx.config.clusterLabel] : [])].join(', ');
+  const lastBackend =
+    `topk by (${keep}) (1, count by (${keep}, backend) (last_over_time(${ctx.series(METRICS.lockHeld)}[1h])))`;
+  const down = `${ctx.up} == 0`;
+  return [
+    `(${down}) * on (${keep}) group_left (backend) (0 * ${lastBackend})`,
+    `or on (${keep})`,
+    `label_replace(${down}, "backend", "unknown", "", "")`,
+  ].join('\n');
+}
+
 /** Alerts on the monitoring pipeline itself. `up` is synthesised by Prometheus for every target. */
-export function metaAlertGroup(): RuleGroup {
+export function metaAlertGroup(ctx: RuleContext): RuleGroup {
   return {
     name: 'holdfast-meta',
     rules: [
-      defineAlert({
-        name: 'HoldfastTargetDown',
-        severity: 'warning',
-        expr: `up{${job}} == 0`,
-        for: '5m',
+      ctx.alert({
+        name: TARGET_DOWN_ALERT,
+        action: 'ticket',
+        expr: targetDownExpr(ctx),
         summary: 'Prometheus cannot scrape a Holdfast server.',
         description:
-          `Scrapes of {{ $labels.instance }} (job {{ $labels.job }}) have failed for 5 minutes (up = {{ $value }}): ` +
+          `Scrapes of {{ $labels.instance }} (job {{ $labels.job }}, backend {{ $labels.backend }}) have failed for ${humanDuration(ctx.pending(TARGET_DOWN_ALERT))} (up = {{ $value }}): ` +
           `that server is down or unreachable and its metrics are missing from every SLO figure.`,
       }),
-      defineAlert({
-        name: 'HoldfastTargetMissing',
-        severity: 'critical',
-        expr: `absent(up{${job}} == 1)`,
-        for: '5m',
-        summary: 'No Holdfast server has been scraped successfully for 5 minutes.',
+      ctx.alert({
+        name: TARGET_MISSING_ALERT,
+        action: 'page',
+        expr: `absent(${ctx.up} == 1)`,
+        labels: FLEET_WIDE,
+        summary: `No Holdfast server has been scraped successfully for ${humanDuration(ctx.pending(TARGET_MISSING_ALERT))}.`,
         description:
-          `Prometheus has no healthy target in job ${HOLDFAST_JOB} (absent = {{ $value }}): every Holdfast server is down or vanished from ` +
-          `service discovery, and every SLO alert is blind.`,
+          `Prometheus has had no healthy target matching ${ctx.config.jobSelector} for ${humanDuration(ctx.pending(TARGET_MISSING_ALERT))} (absent = {{ $value }}): ` +
+          `every Holdfast server is down or vanished from service discovery, and every SLO alert is blind.`,
       }),
-      defineAlert({
-        name: 'HoldfastWatchdog',
-        severity: 'info',
+      ctx.alert({
+        name: WATCHDOG_ALERT,
+        action: 'info',
         expr: 'vector(1)',
+        labels: FLEET_WIDE,
         summary: 'Always firing: proves the Holdfast alerting pipeline delivers notifications.',
         description:
           `This alert fires forever by design (value {{ $value }}). Route it to a dead-man's-switch receiver; ` +

@@ -1,37 +1,30 @@
 /**
  * Recording rules for the S1 SLI. Per window they record, per route (L4, L5,
  * L6), the request rate and the bad-answer rate, then one error ratio per
- * backend. Routes are recorded separately because adding three vectors with
- * `+` would drop a backend that has, say, no renews yet; summing one recorded
- * name across its `route` label does not.
+ * backend (and cluster, when configured). Routes are recorded separately
+ * because adding three vectors with `+` would drop a backend that has, say, no
+ * renews yet; summing one recorded name across its `route` label does not.
  */
-import { selector } from './promql.js';
+import type { RuleContext } from './rule-context.js';
 import type { RecordingRule, RuleGroup } from './rule-types.js';
-import {
-  COMPLIANCE_WINDOW,
-  RATE_WINDOWS,
-  RECORDED,
-  SLO_AGGREGATION_LABEL as BY,
-  SLO_ROUTES,
-} from './slo.js';
-
+import { COMPLIANCE_WINDOW, RECORDED, SLO_ROUTES, sloModel } from './slo.js';
 
 type RangeFunction = 'rate' | 'increase';
 
-function perRouteRules(fn: RangeFunction, window: string, requests: string, errors: string): RecordingRule[] {
+function perRouteRules(ctx: RuleContext, fn: RangeFunction, window: string, requests: string, errors: string): RecordingRule[] {
   const rules: RecordingRule[] = [];
   for (const r of SLO_ROUTES) {
     rules.push({
       record: requests,
-      expr: `sum by (${BY}) (${fn}(${selector(r.spec, { series: r.series })}[${window}]))`,
+      expr: `sum by (${ctx.by}) (${fn}(${ctx.series(r.spec, { series: r.series })}[${window}]))`,
       labels: { route: r.route },
     });
   }
   for (const r of SLO_ROUTES) {
-    const bad = selector(r.spec, { series: r.series, match: { outcome: r.badOutcomes } });
+    const bad = ctx.series(r.spec, { series: r.series, match: { outcome: r.badOutcomes } });
     rules.push({
       record: errors,
-      expr: `sum by (${BY}) (${fn}(${bad}[${window}]))`,
+      expr: `sum by (${ctx.by}) (${fn}(${bad}[${window}]))`,
       labels: { route: r.route },
     });
   }
@@ -42,29 +35,29 @@ function perRouteRules(fn: RangeFunction, window: string, requests: string, erro
  * Errors over requests per backend. A backend with traffic but no bad answer
  * has no error series at all, so `or 0 * requests` turns "absent" into 0.
  */
-function ratioRule(record: string, requests: string, errors: string): RecordingRule {
+function ratioRule(ctx: RuleContext, record: string, requests: string, errors: string): RecordingRule {
   return {
     record,
     expr: [
       `(`,
-      `  sum by (${BY}) (${errors})`,
+      `  sum by (${ctx.by}) (${errors})`,
       `  or`,
-      `  0 * sum by (${BY}) (${requests})`,
+      `  0 * sum by (${ctx.by}) (${requests})`,
       `)`,
       `/`,
-      `sum by (${BY}) (${requests})`,
+      `sum by (${ctx.by}) (${requests})`,
     ].join('\n'),
   };
 }
 
 /** Windows the burn-rate alerts read; evaluated at the global interval. */
-export function sloRateGroup(): RuleGroup {
+export function sloRateGroup(ctx: RuleContext): RuleGroup {
   const rules: RecordingRule[] = [];
-  for (const window of RATE_WINDOWS) {
+  for (const window of sloModel(ctx.config).rateWindows) {
     const requests = RECORDED.requestsRate(window);
     const errors = RECORDED.errorsRate(window);
-    rules.push(...perRouteRules('rate', window, requests, errors));
-    rules.push(ratioRule(RECORDED.errorRatio(window), requests, errors));
+    rules.push(...perRouteRules(ctx, 'rate', window, requests, errors));
+    rules.push(ratioRule(ctx, RECORDED.errorRatio(window), requests, errors));
   }
   return { name: 'holdfast-slo-s1-burn-rate', rules };
 }
@@ -74,10 +67,10 @@ export function sloRateGroup(): RuleGroup {
  * average of short ratios, which overweights quiet hours). It reads 30 days of
  * samples, so it runs every 5 minutes rather than at every evaluation.
  */
-export function sloComplianceGroup(): RuleGroup {
+export function sloComplianceGroup(ctx: RuleContext): RuleGroup {
   const rules = [
-    ...perRouteRules('increase', COMPLIANCE_WINDOW, RECORDED.requestsIncrease, RECORDED.errorsIncrease),
-    ratioRule(RECORDED.errorRatioCompliance, RECORDED.requestsIncrease, RECORDED.errorsIncrease),
+    ...perRouteRules(ctx, 'increase', COMPLIANCE_WINDOW, RECORDED.requestsIncrease, RECORDED.errorsIncrease),
+    ratioRule(ctx, RECORDED.errorRatioCompliance, RECORDED.requestsIncrease, RECORDED.errorsIncrease),
   ];
   return { name: 'holdfast-slo-s1-compliance', interval: '5m', rules };
 }

@@ -2,8 +2,10 @@
  * Availability SLO S1 as data: which requests count, which outcomes are bad,
  * the windows the burn-rate alerts need and the naming of the recorded series.
  * Rules, alerts and dashboards all read these names, so they cannot drift apart.
+ * The objective and the burn tiers come from the generator config.
  */
 import { METRICS, SLO_S1, type MetricSpec } from '../contract/metric-table.js';
+import { SEVERITY, type BurnTierConfig, type MonitoringConfig } from './config.js';
 import { valuesIn, type HistogramSeries } from './promql.js';
 
 /** One request kind S1 counts: L4 via the acquire histogram's count, L5 and L6 via counters. */
@@ -28,42 +30,44 @@ export const SLO_ROUTES: readonly SloRoute[] = [
   route('release', METRICS.lockReleaseTotal),
 ];
 
-/** Share of requests allowed to fail: 1 − objective, rounded so 0.999 gives 0.001 exactly. */
-export const ERROR_BUDGET = Number((1 - SLO_S1.objective).toPrecision(6));
-
-/** Objective as a percentage for human text ("99.9%"). */
-export const OBJECTIVE_PERCENT = `${Number((SLO_S1.objective * 100).toPrecision(6))}%`;
-export const BUDGET_PERCENT = `${Number((ERROR_BUDGET * 100).toPrecision(6))}%`;
-
 /** The SLO compliance window, e.g. "30d". */
 export const COMPLIANCE_WINDOW = `${SLO_S1.windowDays}d`;
 
-/**
- * Multi-window, multi-burn-rate tiers of the SRE workbook (chapter 5, table 5-8):
- * the long window measures the burn, the short one stops the alert soon after it ends.
- */
-export interface BurnTier {
-  readonly long: string;
-  readonly short: string;
-  /** Multiple of the budget rate; 1 spends exactly the budget in the compliance window. */
-  readonly factor: number;
-  readonly severity: 'critical' | 'warning';
-  readonly for: string;
+/** A burn tier with the severity its action maps to. */
+export interface BurnTier extends BurnTierConfig {
+  readonly severity: (typeof SEVERITY)['page' | 'ticket'];
 }
 
-export const BURN_TIERS: readonly BurnTier[] = [
-  { long: '1h', short: '5m', factor: 14.4, severity: 'critical', for: '2m' },
-  { long: '6h', short: '30m', factor: 6, severity: 'critical', for: '15m' },
-  { long: '1d', short: '2h', factor: 3, severity: 'warning', for: '1h' },
-  { long: '3d', short: '6h', factor: 1, severity: 'warning', for: '3h' },
-];
+const percent = (share: number) => `${Number((share * 100).toPrecision(6))}%`;
 
-/** Every window a burn tier needs, shortest first, each recorded once. */
-export const RATE_WINDOWS: readonly string[] = ['5m', '30m', '1h', '2h', '6h', '1d', '3d'];
-for (const tier of BURN_TIERS) {
-  for (const window of [tier.long, tier.short]) {
-    if (!RATE_WINDOWS.includes(window)) throw new Error(`burn tier window ${window} is not recorded`);
-  }
+function seconds(duration: string): number {
+  const size: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86400, w: 604800, y: 31536000 };
+  return [...duration.matchAll(/(\d+)(ms|[smhdwy])/g)].reduce((total, [, n, unit]) => total + Number(n) * size[unit!]!, 0);
+}
+
+export interface SloModel {
+  readonly objective: number;
+  /** Share of requests allowed to fail: 1 − objective, rounded so 0.999 gives 0.001 exactly. */
+  readonly errorBudget: number;
+  /** Objective as a percentage for human text ("99.9%"). */
+  readonly objectivePercent: string;
+  readonly budgetPercent: string;
+  readonly burnTiers: readonly BurnTier[];
+  /** Every window a burn tier needs, shortest first, each recorded once. */
+  readonly rateWindows: readonly string[];
+}
+
+export function sloModel(config: MonitoringConfig): SloModel {
+  const errorBudget = Number((1 - config.slo.objective).toPrecision(6));
+  const windows = [...new Set(config.slo.burnTiers.flatMap((tier) => [tier.short, tier.long]))];
+  return {
+    objective: config.slo.objective,
+    errorBudget,
+    objectivePercent: percent(config.slo.objective),
+    budgetPercent: percent(errorBudget),
+    burnTiers: config.slo.burnTiers.map((tier) => ({ ...tier, severity: SEVERITY[tier.action] })),
+    rateWindows: windows.sort((a, b) => seconds(a) - seconds(b)),
+  };
 }
 
 /** Names of the recorded series: `level:metric:operations` as in the Prometheus naming guide. */
@@ -75,9 +79,6 @@ export const RECORDED = {
   errorsIncrease: `holdfast:slo_errors:increase${COMPLIANCE_WINDOW}`,
   errorRatioCompliance: `holdfast:slo_errors:ratio_increase${COMPLIANCE_WINDOW}`,
 } as const;
-
-/** The only label the SLO series are aggregated to: one SLI per backend, summed over instances. */
-export const SLO_AGGREGATION_LABEL = 'backend';
 
 /** Days until the budget is gone at a burn factor, for alert text. */
 export function daysToExhaustion(factor: number): string {

@@ -23,6 +23,12 @@ export interface MetricSpec {
   readonly emitter: Emitter;
   readonly buckets?: readonly number[];
   /**
+   * Labels whose value is fixed when the process starts (build version,
+   * runtime version), not a closed set: an info metric's one series. Their
+   * value lists in `labels` stay empty.
+   */
+  readonly buildLabels?: readonly string[];
+  /**
    * Histograms only: keep one exemplar per bucket (the latest observation's
    * trace_id / span_id), rendered when the scraper asks for OpenMetrics.
    */
@@ -98,7 +104,7 @@ export const METRICS = {
   lockAcquireSeconds: {
     name: 'lock_acquire_seconds',
     type: 'histogram',
-    help: 'Time to answer an acquire request (L4), including any server-side wait, by outcome.',
+    help: 'Time to answer an acquire request, including any server-side wait, by outcome.',
     unit: 'seconds',
     labels: { ...backend, outcome: ACQUIRE_OUTCOMES },
     emitter: 'server',
@@ -108,7 +114,7 @@ export const METRICS = {
   lockReleaseTotal: {
     name: 'lock_release_total',
     type: 'counter',
-    help: 'Release requests (L6) answered, by outcome.',
+    help: 'Release requests answered, by outcome.',
     unit: 'requests',
     labels: { ...backend, outcome: RELEASE_OUTCOMES },
     emitter: 'server',
@@ -116,7 +122,7 @@ export const METRICS = {
   lockRenewTotal: {
     name: 'lock_renew_total',
     type: 'counter',
-    help: 'Renew requests (L5) answered, by outcome.',
+    help: 'Renew requests answered, by outcome.',
     unit: 'requests',
     labels: { ...backend, outcome: RENEW_OUTCOMES },
     emitter: 'server',
@@ -165,7 +171,7 @@ export const METRICS = {
   lockSessionExpiredTotal: {
     name: 'lock_session_expired_total',
     type: 'counter',
-    help: 'Sessions ended, by cause: ttl (no heartbeat), closed (L3) or killed (A6).',
+    help: 'Sessions ended, by cause: ttl (no heartbeat in time), closed (by the client) or killed (by an operator).',
     unit: 'sessions',
     labels: { ...backend, cause: SESSION_EXPIRY_CAUSES },
     emitter: 'server',
@@ -173,7 +179,7 @@ export const METRICS = {
   lockForceRevokeTotal: {
     name: 'lock_force_revoke_total',
     type: 'counter',
-    help: 'Operator force-revokes (A3), by outcome.',
+    help: 'Locks an operator tried to force-revoke, by outcome.',
     unit: 'requests',
     labels: { ...backend, outcome: FORCE_REVOKE_OUTCOMES },
     emitter: 'server',
@@ -203,6 +209,23 @@ export const METRICS = {
     emitter: 'server',
     buckets: HOLD_DURATION_BUCKETS,
   },
+  lockSweepLagSeconds: {
+    name: 'lock_sweep_lag_seconds',
+    type: 'gauge',
+    help: 'Age of the oldest session or lock expiry that is overdue and not yet swept; 0 when the sweeper is up to date.',
+    unit: 'seconds',
+    labels: backend,
+    emitter: 'server',
+  },
+  holdfastBuildInfo: {
+    name: 'holdfast_build_info',
+    type: 'gauge',
+    help: 'Always 1; its labels say which Holdfast version and Node.js version this server runs.',
+    unit: 'info',
+    labels: { version: [], node_version: [] },
+    buildLabels: ['version', 'node_version'],
+    emitter: 'server',
+  },
   lockStoreSeconds: {
     name: 'lock_store_seconds',
     type: 'histogram',
@@ -223,7 +246,7 @@ export const METRICS = {
   lockClientAcquireAttempts: {
     name: 'lock_client_acquire_attempts',
     type: 'histogram',
-    help: 'L4 attempts the SDK made per acquire call, by how the call ended.',
+    help: 'Acquire requests the SDK sent per acquire call, by how the call ended.',
     unit: 'attempts',
     labels: { outcome: CLIENT_ATTEMPT_OUTCOMES },
     emitter: 'sdk',

@@ -2,6 +2,7 @@
  * Renders the Grafana dashboards as JSON. Pure: returns path → content, so
  * `scripts/gen.ts` writes them and the freshness test compares them.
  */
+import type { MonitoringConfig } from '../alerts/config.js';
 import { overviewDashboard } from './overview.js';
 import { sloDashboard } from './slo.js';
 
@@ -12,9 +13,9 @@ function render(builder: { build(): unknown }): string {
   return `${JSON.stringify(builder.build(), null, 2)}\n`;
 }
 
-export function dashboardFiles(): Record<string, string> {
+export function dashboardFiles(config: MonitoringConfig): Record<string, string> {
   return {
-    [OVERVIEW_PATH]: render(overviewDashboard()),
-    [SLO_PATH]: render(sloDashboard()),
+    [OVERVIEW_PATH]: render(overviewDashboard(config)),
+    [SLO_PATH]: render(sloDashboard(config)),
   };
 }

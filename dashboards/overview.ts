@@ -4,32 +4,24 @@
  * sessions, waits, store, scrape health).
  */
 import { DashboardBuilder, RowBuilder } from '@grafana/grafana-foundation-sdk/dashboard';
-import { HEALTH_THRESHOLDS, HOLDFAST_JOB, STORE_WRITE_OPS } from '../alerts/config.js';
-import { BURN_TIERS, OBJECTIVE_PERCENT, SLO_AGGREGATION_LABEL } from '../alerts/slo.js';
-import { SLO_S1 } from '../contract/metric-table.js';
+import { STORE_WRITE_OPS, groupingLabels, humanSeconds, type MonitoringConfig } from '../alerts/config.js';
+import { selector } from '../alerts/promql.js';
+import { sloModel } from '../alerts/slo.js';
 import * as units from '@grafana/grafana-foundation-sdk/units';
 import { datasourceVariable, FILTER, labelVariable, stat, timeseries } from './panels.js';
-import {
-  AVAILABILITY,
-  BUDGET_REMAINING,
-  METRICS,
-  STORE_BAD_OUTCOMES,
-  burnRate,
-  increaseOf,
-  quantile,
-  rateOf,
-  sdk,
-  server,
-} from './queries.js';
+import { METRICS, STORE_BAD_OUTCOMES, dashboardQueries, increaseOf, rateOf } from './queries.js';
 
 export const OVERVIEW_UID = 'holdfast-overview';
 export const BURN_UNIT = 'suffix:×';
 
-const fastTier = BURN_TIERS[0]!;
-const slowestPageTier = BURN_TIERS.find((t) => t.severity === 'critical' && t !== fastTier) ?? fastTier;
-
-export function overviewDashboard(): DashboardBuilder {
-  const by = SLO_AGGREGATION_LABEL;
+export function overviewDashboard(config: MonitoringConfig): DashboardBuilder {
+  const by = groupingLabels(config).join(', ');
+  const legend = groupingLabels(config).map((label) => `{{${label}}}`).join(' ');
+  const slo = sloModel(config);
+  const T = config.thresholds;
+  const { server, sdk, quantile, burnRate } = dashboardQueries(config);
+  const fastTier = slo.burnTiers[0]!;
+  const slowestPageTier = slo.burnTiers.find((t) => t.action === 'page' && t !== fastTier) ?? fastTier;
   return new DashboardBuilder('Holdfast — lock service overview')
     .uid(OVERVIEW_UID)
     .description('Availability SLO S1, traffic, latency, contention, sessions, waits and store health of Holdfast lock servers.')
@@ -50,12 +42,12 @@ export function overviewDashboard(): DashboardBuilder {
         title: 'S1 availability (30 d)',
         description:
           `Share of acquire, renew and release requests over the last 30 days not answered not_leader or error, per backend, ` +
-          `from increase() over the whole window. Objective ${OBJECTIVE_PERCENT}. Red means the objective is already missed: ` +
+          `from increase() over the whole window. Objective ${slo.objectivePercent}. Red means the objective is already missed: ` +
           `freeze risky changes and open the SLO dashboard to see which window burned the budget.`,
         unit: units.PercentUnit,
         decimals: 3,
-        queries: [{ expr: AVAILABILITY, legend: `{{${by}}}` }],
-        steps: ['red', [SLO_S1.objective, 'green']],
+        queries: [{ expr: dashboardQueries(config).availability, legend }],
+        steps: ['red', [slo.objective, 'green']],
         width: 6,
       }),
     )
@@ -68,7 +60,7 @@ export function overviewDashboard(): DashboardBuilder {
           'Orange below 25 %: slow down releases. Red: the budget is gone; follow runbooks/holdfast-error-budget-slow-burn.md.',
         unit: units.PercentUnit,
         decimals: 1,
-        queries: [{ expr: BUDGET_REMAINING, legend: `{{${by}}}` }],
+        queries: [{ expr: dashboardQueries(config).budgetRemaining, legend }],
         steps: ['red', [0, 'orange'], [0.25, 'green']],
         width: 6,
       }),
@@ -84,8 +76,8 @@ export function overviewDashboard(): DashboardBuilder {
             'Above them the fast-burn alert pages: check the acquire outcome panel for not_leader/error and the store panels.',
           unit: BURN_UNIT,
           queries: [
-            { expr: burnRate(fastTier.long), legend: `${fastTier.long} {{${by}}}` },
-            { expr: burnRate(slowestPageTier.long), legend: `${slowestPageTier.long} {{${by}}}` },
+            { expr: burnRate(fastTier.long), legend: `${fastTier.long} ${legend}` },
+            { expr: burnRate(slowestPageTier.long), legend: `${slowestPageTier.long} ${legend}` },
           ],
           steps: ['green', [slowestPageTier.factor, 'orange'], [fastTier.factor, 'red']],
           width: 12,
@@ -171,7 +163,7 @@ export function overviewDashboard(): DashboardBuilder {
           'Locks held in the store, per backend (every instance reads the same store, so the panel takes the max, not the sum). ' +
           'A steady climb without more traffic means holders forget to release and rely on TTL expiry: list them with `holdfast locks ls`.',
         unit: units.Short,
-        queries: [{ expr: `max by (${by}) (${server(METRICS.lockHeld)})`, legend: `{{${by}}}` }],
+        queries: [{ expr: `max by (${by}) (${server(METRICS.lockHeld)})`, legend }],
         steps: ['green'],
         width: 8,
         min: 0,
@@ -186,8 +178,8 @@ export function overviewDashboard(): DashboardBuilder {
             'Acquire requests waiting server-side (waitMillis > 0), summed over instances. The red line is the ' +
             'waiters-piling-up alert threshold: find the hot key on the console\'s /locks page and whether its holder is stuck.',
           unit: units.Short,
-          queries: [{ expr: `sum by (${by}) (${server(METRICS.lockWaiters)})`, legend: `{{${by}}}` }],
-          steps: ['green', [HEALTH_THRESHOLDS.waiters, 'red']],
+          queries: [{ expr: `sum by (${by}) (${server(METRICS.lockWaiters)})`, legend }],
+          steps: ['green', [T.waiters, 'red']],
           width: 8,
           min: 0,
         },
@@ -202,7 +194,7 @@ export function overviewDashboard(): DashboardBuilder {
           'Sessions alive in the store, per backend (max over instances: all read the same store). A sudden drop together with ' +
           'TTL expiries means clients lost their heartbeats (network, GC pauses, a stalled store).',
         unit: units.Short,
-        queries: [{ expr: `max by (${by}) (${server(METRICS.lockSessionsActive)})`, legend: `{{${by}}}` }],
+        queries: [{ expr: `max by (${by}) (${server(METRICS.lockSessionsActive)})`, legend }],
         steps: ['green'],
         width: 8,
         min: 0,
@@ -260,6 +252,61 @@ export function overviewDashboard(): DashboardBuilder {
         { thresholdLines: true },
       ),
     )
+    .withRow(new RowBuilder('Lock age and sweeper').id(105))
+    .withPanel(
+      timeseries(
+        {
+          id: 19,
+          title: 'Oldest held lock',
+          description:
+            'Age of the oldest lock held in the store, per backend (max over instances: one store). The red line is the ' +
+            `lock-held-too-long alert threshold (${humanSeconds(T.lockHeldTooLongSeconds)}). A line that climbs steadily is one holder ` +
+            'keeping its lock: find it with `holdfast locks ls --sort age` and follow runbooks/holdfast-lock-held-too-long.md.',
+          unit: units.Seconds,
+          queries: [{ expr: `max by (${by}) (${server(METRICS.lockOldestHeldSeconds)})`, legend }],
+          steps: ['green', [T.lockHeldTooLongSeconds, 'red']],
+          width: 8,
+          min: 0,
+        },
+        { thresholdLines: true },
+      ),
+    )
+    .withPanel(
+      timeseries({
+        id: 20,
+        title: 'Lock hold duration p50 / p99 by outcome',
+        description:
+          'How long locks were held, grant to end, from lock_hold_seconds, by how the hold ended: released (by the holder), ' +
+          'expired (TTL passed), revoked (an operator) or session_ended. A rising expired share means holders crash or forget ' +
+          'to release; a p99 near the TTL means holders rely on expiry.',
+        unit: units.Seconds,
+        queries: [
+          { expr: quantile(0.5, METRICS.lockHoldSeconds, ['outcome']), legend: 'p50 {{outcome}}' },
+          { expr: quantile(0.99, METRICS.lockHoldSeconds, ['outcome']), legend: 'p99 {{outcome}}' },
+        ],
+        steps: ['green'],
+        width: 8,
+        min: 0,
+      }),
+    )
+    .withPanel(
+      timeseries(
+        {
+          id: 21,
+          title: 'Sweep lag',
+          description:
+            'Age of the oldest session or lock expiry that is overdue and not yet swept, per instance. Near 0 is healthy; the red ' +
+            `line is the sweep-lagging alert threshold (${humanSeconds(T.sweepLagSeconds)}). Above it, keys of dead holders stay locked: ` +
+            'see runbooks/holdfast-sweep-lagging.md.',
+          unit: units.Seconds,
+          queries: [{ expr: `max by (${by}, instance) (${server(METRICS.lockSweepLagSeconds)})`, legend: `${legend} {{instance}}` }],
+          steps: ['green', [T.sweepLagSeconds, 'red']],
+          width: 8,
+          min: 0,
+        },
+        { thresholdLines: true },
+      ),
+    )
     .withRow(new RowBuilder('Server-side waits').id(103))
     .withPanel(
       timeseries({
@@ -304,7 +351,7 @@ export function overviewDashboard(): DashboardBuilder {
             `(${STORE_WRITE_OPS.join(', ')}). Slow writes delay heartbeats and can expire sessions: check the database/etcd first.`,
           unit: units.Seconds,
           queries: [{ expr: quantile(0.99, METRICS.lockStoreSeconds, ['op']), legend: '{{op}}' }],
-          steps: ['green', [HEALTH_THRESHOLDS.storeWriteP99Seconds, 'red']],
+          steps: ['green', [T.storeWriteP99Seconds, 'red']],
           width: 12,
           min: 0,
         },
@@ -335,14 +382,33 @@ export function overviewDashboard(): DashboardBuilder {
         id: 18,
         title: 'Scrape targets up',
         description:
-          `1 when Prometheus scraped the Holdfast server (job ${HOLDFAST_JOB}) successfully, 0 when not. A 0 hides that server ` +
+          `1 when Prometheus scraped the Holdfast server (${config.jobSelector}) successfully, 0 when not. A 0 hides that server ` +
           'from every other panel: see runbooks/holdfast-target-down.md.',
         unit: units.Short,
-        queries: [{ expr: `up{job="${HOLDFAST_JOB}", ${FILTER.instance}}`, legend: '{{instance}}' }],
+        queries: [{ expr: dashboardQueries(config).up, legend: '{{instance}}' }],
         steps: ['red', [1, 'green']],
-        width: 24,
+        width: 16,
         height: 5,
         min: 0,
+      }),
+    )
+    .withPanel(
+      stat({
+        id: 22,
+        title: 'Versions running',
+        description:
+          'Server instances per Holdfast version and Node.js version, from holdfast_build_info. More than one version outside a ' +
+          'rolling deploy means some instances were not upgraded: compare with the deploy and restart the stragglers.',
+        unit: units.Short,
+        decimals: 0,
+        queries: [
+          {
+            expr: `count by (version, node_version) (${selector(METRICS.holdfastBuildInfo, { raw: [config.jobSelector, FILTER.instance] })})`,
+            legend: '{{version}} on Node {{node_version}}',
+          },
+        ],
+        steps: ['green'],
+        width: 8,
       }),
     );
 }

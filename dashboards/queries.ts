@@ -1,26 +1,12 @@
 /**
  * PromQL used by the dashboards, built from the metric table and the recorded
- * SLO series, filtered by the dashboard variables.
+ * SLO series, filtered by the configured job matchers and the dashboard variables.
  */
 import { METRICS, STORE_OUTCOMES, type MetricSpec } from '../contract/metric-table.js';
+import type { MonitoringConfig } from '../alerts/config.js';
 import { selector, type HistogramSeries, type MatchValue } from '../alerts/promql.js';
-import { ERROR_BUDGET, RECORDED } from '../alerts/slo.js';
+import { RECORDED, sloModel } from '../alerts/slo.js';
 import { FILTER, RATE_INTERVAL } from './panels.js';
-
-/** Server metric filtered by the `backend` and `instance` variables. */
-export function server(spec: MetricSpec, series?: HistogramSeries, match?: Record<string, MatchValue>): string {
-  return selector(spec, { series, match, raw: [FILTER.backend, FILTER.instance] });
-}
-
-/** SDK metrics come from client processes, so only the backend filter applies. */
-export function sdk(spec: MetricSpec): string {
-  return selector(spec, { raw: [FILTER.backend] });
-}
-
-/** A recorded SLO series (aggregated over instances) filtered by backend. */
-export function recorded(name: string): string {
-  return `${name}{${FILTER.backend}}`;
-}
 
 export function rateOf(seriesSelector: string): string {
   return `rate(${seriesSelector}[${RATE_INTERVAL}])`;
@@ -30,20 +16,43 @@ export function increaseOf(seriesSelector: string): string {
   return `increase(${seriesSelector}[${RATE_INTERVAL}])`;
 }
 
-export function quantile(q: number, spec: MetricSpec, by: readonly string[] = []): string {
-  const labels = [...by, 'le'].join(', ');
-  return `histogram_quantile(${q}, sum by (${labels}) (${rateOf(server(spec, 'bucket'))}))`;
+/** A recorded SLO series (aggregated over instances) filtered by backend. */
+export function recorded(name: string): string {
+  return `${name}{${FILTER.backend}}`;
 }
 
-/** Error budget left in the compliance window: 1 − (error ratio ÷ budget). Negative when overspent. */
-export const BUDGET_REMAINING = `1 - ${recorded(RECORDED.errorRatioCompliance)} / ${ERROR_BUDGET}`;
+export interface DashboardQueries {
+  /** Server metric of the Holdfast job(s), filtered by the `backend` and `instance` variables. */
+  server(spec: MetricSpec, series?: HistogramSeries, match?: Record<string, MatchValue>): string;
+  /** SDK metrics come from client processes (other jobs), so only the backend filter applies. */
+  sdk(spec: MetricSpec): string;
+  quantile(q: number, spec: MetricSpec, by?: readonly string[]): string;
+  /** `up` of the Holdfast job(s), filtered by instance. */
+  readonly up: string;
+  /** Error budget left in the compliance window: 1 − (error ratio ÷ budget). Negative when overspent. */
+  readonly budgetRemaining: string;
+  /** Availability over the compliance window, from `increase` over the whole window. */
+  readonly availability: string;
+  /** Burn rate over a window: error ratio as a multiple of the budget rate. */
+  burnRate(window: string): string;
+}
 
-/** Availability over the compliance window, from `increase` over the whole window. */
-export const AVAILABILITY = `1 - ${recorded(RECORDED.errorRatioCompliance)}`;
-
-/** Burn rate over a window: error ratio as a multiple of the budget rate. */
-export function burnRate(window: string): string {
-  return `${recorded(RECORDED.errorRatio(window))} / ${ERROR_BUDGET}`;
+export function dashboardQueries(config: MonitoringConfig): DashboardQueries {
+  const budget = sloModel(config).errorBudget;
+  const server = (spec: MetricSpec, series?: HistogramSeries, match?: Record<string, MatchValue>) =>
+    selector(spec, { series, match, raw: [config.jobSelector, FILTER.backend, FILTER.instance] });
+  return {
+    server,
+    sdk: (spec) => selector(spec, { raw: [FILTER.backend] }),
+    quantile(q, spec, by = []) {
+      const labels = [...by, 'le'].join(', ');
+      return `histogram_quantile(${q}, sum by (${labels}) (${rateOf(server(spec, 'bucket'))}))`;
+    },
+    up: `up{${config.jobSelector}, ${FILTER.instance}}`,
+    budgetRemaining: `1 - ${recorded(RECORDED.errorRatioCompliance)} / ${budget}`,
+    availability: `1 - ${recorded(RECORDED.errorRatioCompliance)}`,
+    burnRate: (window) => `${recorded(RECORDED.errorRatio(window))} / ${budget}`,
+  };
 }
 
 export const STORE_BAD_OUTCOMES = STORE_OUTCOMES.filter((outcome) => outcome !== 'ok');

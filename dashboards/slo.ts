@@ -5,37 +5,33 @@
  */
 import { DashboardBuilder, RowBuilder } from '@grafana/grafana-foundation-sdk/dashboard';
 import * as units from '@grafana/grafana-foundation-sdk/units';
-import { METRICS, SLO_S1 } from '../contract/metric-table.js';
+import { METRICS } from '../contract/metric-table.js';
+import { groupingLabels, type MonitoringConfig } from '../alerts/config.js';
 import { FAST_BURN_ALERT, SLOW_BURN_ALERT } from '../alerts/slo-alerts.js';
-import {
-  BUDGET_PERCENT,
-  BURN_TIERS,
-  COMPLIANCE_WINDOW,
-  OBJECTIVE_PERCENT,
-  RATE_WINDOWS,
-  RECORDED,
-  SLO_AGGREGATION_LABEL,
-} from '../alerts/slo.js';
+import { COMPLIANCE_WINDOW, RECORDED, sloModel, type SloModel } from '../alerts/slo.js';
 import { BURN_UNIT } from './overview.js';
 import { datasourceVariable, FILTER, labelVariable, stat, stateTimeline, timeseries, type Steps } from './panels.js';
-import { AVAILABILITY, BUDGET_REMAINING, burnRate, recorded } from './queries.js';
+import { dashboardQueries, recorded } from './queries.js';
 
 export const SLO_UID = 'holdfast-slo';
 
 /** Colour steps at each tier's factor: yellow at 1×, red at the fastest page. */
-function burnSteps(): Steps {
-  const factors = [...new Set(BURN_TIERS.map((t) => t.factor))].sort((a, b) => a - b);
+function burnSteps(slo: SloModel): Steps {
+  const factors = [...new Set(slo.burnTiers.map((t) => t.factor))].sort((a, b) => a - b);
   const colors = ['yellow', 'orange', 'dark-orange', 'red'];
   return ['green', ...factors.map((factor, i): [number, string] => [factor, colors[Math.min(i, colors.length - 1)]!])];
 }
 
-export function sloDashboard(): DashboardBuilder {
-  const by = SLO_AGGREGATION_LABEL;
+export function sloDashboard(config: MonitoringConfig): DashboardBuilder {
+  const by = groupingLabels(config).join(', ');
+  const legend = groupingLabels(config).map((label) => `{{${label}}}`).join(' ');
+  const slo = sloModel(config);
+  const { availability, budgetRemaining, burnRate } = dashboardQueries(config);
   const burnAlerts = `${FAST_BURN_ALERT}|${SLOW_BURN_ALERT}`;
   return new DashboardBuilder('Holdfast — availability SLO S1')
     .uid(SLO_UID)
     .description(
-      `S1: acquire, renew and release requests not answered not_leader or error, ${OBJECTIVE_PERCENT} over ${COMPLIANCE_WINDOW}; ` +
+      `S1: acquire, renew and release requests not answered not_leader or error, ${slo.objectivePercent} over ${COMPLIANCE_WINDOW}; ` +
         'error budget, burn rates and burn-rate alert state.',
     )
     .tags(['holdfast', 'slo', 'generated'])
@@ -52,11 +48,11 @@ export function sloDashboard(): DashboardBuilder {
         title: `Availability (${COMPLIANCE_WINDOW})`,
         description:
           `S1 availability per backend over the last ${COMPLIANCE_WINDOW}, from increase() of every request and every bad answer ` +
-          `over the whole window. Red: below the ${OBJECTIVE_PERCENT} objective; stop risky changes until it recovers.`,
+          `over the whole window. Red: below the ${slo.objectivePercent} objective; stop risky changes until it recovers.`,
         unit: units.PercentUnit,
         decimals: 3,
-        queries: [{ expr: AVAILABILITY, legend: `{{${by}}}` }],
-        steps: ['red', [SLO_S1.objective, 'green']],
+        queries: [{ expr: availability, legend }],
+        steps: ['red', [slo.objective, 'green']],
         width: 8,
       }),
     )
@@ -65,11 +61,11 @@ export function sloDashboard(): DashboardBuilder {
         id: 2,
         title: `Error budget remaining (${COMPLIANCE_WINDOW})`,
         description:
-          `Share of the ${BUDGET_PERCENT} error budget still unspent in the window; negative when overspent. Orange below 25 %: ` +
+          `Share of the ${slo.budgetPercent} error budget still unspent in the window; negative when overspent. Orange below 25 %: ` +
           'prioritise reliability work over features. Red: the objective is missed; review what spent it in the burn-rate panel.',
         unit: units.PercentUnit,
         decimals: 1,
-        queries: [{ expr: BUDGET_REMAINING, legend: `{{${by}}}` }],
+        queries: [{ expr: budgetRemaining, legend }],
         steps: ['red', [0, 'orange'], [0.25, 'green']],
         width: 8,
       }),
@@ -83,7 +79,7 @@ export function sloDashboard(): DashboardBuilder {
           'a few hundred bad answers out of millions is within budget; on a quiet service a handful may not be.',
         unit: units.Short,
         decimals: 0,
-        queries: [{ expr: `sum by (${by}, route) (${recorded(RECORDED.errorsIncrease)})`, legend: `{{${by}}} {{route}}` }],
+        queries: [{ expr: `sum by (${by}, route) (${recorded(RECORDED.errorsIncrease)})`, legend: `${legend} {{route}}` }],
         steps: ['green'],
         width: 8,
       }),
@@ -96,7 +92,7 @@ export function sloDashboard(): DashboardBuilder {
           `Unspent share of the budget, computed at each point over the ${COMPLIANCE_WINDOW} before it. A falling line is spending; ` +
           'a steep drop is an incident (find it in the burn-rate panel), a slow slope is a chronic error rate worth a ticket.',
         unit: units.PercentUnit,
-        queries: [{ expr: BUDGET_REMAINING, legend: `{{${by}}}` }],
+        queries: [{ expr: budgetRemaining, legend }],
         steps: ['red', [0, 'orange'], [0.25, 'green']],
         width: 24,
       }),
@@ -110,11 +106,11 @@ export function sloDashboard(): DashboardBuilder {
           description:
             'Error ratio over each alerting window as a multiple of the budget rate (1× spends the budget exactly in ' +
             `${COMPLIANCE_WINDOW}). Dashed lines are the tiers: ` +
-            BURN_TIERS.map((t) => `${t.factor}× over ${t.long} and ${t.short} (${t.severity === 'critical' ? 'page' : 'ticket'})`).join(', ') +
+            slo.burnTiers.map((t) => `${t.factor}× over ${t.long} and ${t.short} (${t.action})`).join(', ') +
             '. Both windows of a tier above its line fire the alert; follow its runbook.',
           unit: BURN_UNIT,
-          queries: RATE_WINDOWS.map((window) => ({ expr: burnRate(window), legend: `${window} {{${by}}}` })),
-          steps: burnSteps(),
+          queries: slo.rateWindows.map((window) => ({ expr: burnRate(window), legend: `${window} ${legend}` })),
+          steps: burnSteps(slo),
           width: 24,
           height: 9,
           min: 0,
@@ -131,8 +127,8 @@ export function sloDashboard(): DashboardBuilder {
           'line on only one route points at that code path; on all routes at the backend (see the overview\'s store panels).',
         unit: units.RequestsPerSecond,
         queries: [
-          { expr: `sum by (${by}, route) (${recorded(RECORDED.requestsRate('5m'))})`, legend: `requests {{${by}}} {{route}}` },
-          { expr: `sum by (${by}, route) (${recorded(RECORDED.errorsRate('5m'))})`, legend: `bad {{${by}}} {{route}}` },
+          { expr: `sum by (${by}, route) (${recorded(RECORDED.requestsRate('5m'))})`, legend: `requests ${legend} {{route}}` },
+          { expr: `sum by (${by}, route) (${recorded(RECORDED.errorsRate('5m'))})`, legend: `bad ${legend} {{route}}` },
         ],
         steps: ['green'],
         width: 24,
@@ -152,7 +148,7 @@ export function sloDashboard(): DashboardBuilder {
           queries: [
             {
               expr: `max by (alertname, alertstate, ${by}, long_window) (ALERTS{alertname=~"${burnAlerts}", ${FILTER.backend}})`,
-              legend: `{{alertname}} {{long_window}} {{${by}}} {{alertstate}}`,
+              legend: `{{alertname}} {{long_window}} ${legend} {{alertstate}}`,
             },
           ],
           steps: ['transparent', [1, 'red']],

@@ -2,6 +2,7 @@
  * The server's prom-client metrics, built from the declarative metric table.
  * One Registry per server instance (tests run several in one process).
  */
+import { readFileSync } from 'node:fs';
 import client, { type Counter, type Gauge, type Histogram, Registry } from 'prom-client';
 import type { BackendName } from '../contract/records.js';
 import { METRICS, type MetricSpec } from '../contract/metric-table.js';
@@ -86,7 +87,8 @@ export function createServerMetrics(backend: BackendName, options: { collectDefa
       });
     }
     if (spec.exemplars) withExemplars.add(key);
-    initialiseSeries(instrument, spec, backend);
+    if (spec.buildLabels) (instrument as Gauge<string>).set(BUILD_LABELS, 1);
+    else initialiseSeries(instrument, spec, backend);
     instruments.set(key, instrument);
   }
 
@@ -108,6 +110,22 @@ export function createServerMetrics(backend: BackendName, options: { collectDefa
     },
   };
 }
+
+/** Holdfast's version from the package manifest next to the sources (or the build output's parent). */
+function holdfastVersion(): string {
+  for (const path of ['../package.json', '../../package.json']) {
+    try {
+      const manifest = JSON.parse(readFileSync(new URL(path, import.meta.url), 'utf8')) as { name?: string; version?: string };
+      if (manifest.name === 'holdfast' && manifest.version) return manifest.version;
+    } catch {
+      // Not there in this layout: try the next one.
+    }
+  }
+  return 'unknown';
+}
+
+/** `holdfast_build_info`'s one series: fixed for the life of the process. */
+const BUILD_LABELS = { version: holdfastVersion(), node_version: process.version };
 
 /** Every series with known label values exists from the first scrape, so ratios and alerts have data. */
 function initialiseSeries(instrument: Counter<string> | Gauge<string> | Histogram<string>, spec: MetricSpec, backend: BackendName) {

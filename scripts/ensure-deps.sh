@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what Holdfast needs on a fresh machine: npm packages (from the lock
-# file) and, for the test suite, Debian's etcd, Chromium and promtool.
+# file) and, for the test suite, Debian's etcd, Chromium, promtool and Alertmanager (amtool).
 # Usage: scripts/ensure-deps.sh [--test]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +16,7 @@ if [ "${1:-}" = "--test" ]; then
   command -v etcdctl >/dev/null 2>&1 || missing+=(etcd-client)
   [ -x /usr/bin/chromium ] || missing+=(chromium)
   command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
+  command -v amtool >/dev/null 2>&1 || missing+=(prometheus-alertmanager)
   [ -x /usr/lib/postgresql/15/bin/initdb ] || missing+=(postgresql-15)
   if [ ${#missing[@]} -gt 0 ]; then
     echo "holdfast: installing Debian packages: ${missing[*]}"

@@ -1,19 +1,27 @@
 /**
  * `npm run gen`: regenerates the committed monitoring artefacts (Prometheus
- * rule files, Grafana dashboards) from contract/metric-table.ts. The freshness
- * test calls the same `generatedFiles()` and compares with what is committed.
+ * rule files, the Alertmanager configuration, Grafana dashboards) from
+ * contract/metric-table.ts and the monitoring config: alerts/config.ts's
+ * defaults, overridden by monitoring.config.yaml at the repository root when
+ * it exists. The freshness test calls the same `generatedFiles()`.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ruleFiles } from '../alerts/generate.js';
+import { OVERRIDE_FILE, loadConfig, type MonitoringConfig } from '../alerts/config.js';
+import { alertmanagerFiles, ruleFiles } from '../alerts/generate.js';
 import { dashboardFiles } from '../dashboards/generate.js';
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
+/** The config this checkout generates with. */
+export function repoConfig(): MonitoringConfig {
+  return loadConfig(join(REPO_ROOT, OVERRIDE_FILE));
+}
+
 /** Repository-relative path → exact file content. */
-export function generatedFiles(): Record<string, string> {
-  return { ...ruleFiles(), ...dashboardFiles() };
+export function generatedFiles(config: MonitoringConfig = repoConfig()): Record<string, string> {
+  return { ...ruleFiles(config), ...alertmanagerFiles(config), ...dashboardFiles(config) };
 }
 
 function main(): void {

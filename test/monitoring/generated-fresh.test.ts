@@ -10,8 +10,9 @@ import { dashboardPaths, dashboards, panelsOf, read, ruleFilePaths } from './sou
 describe('generated monitoring files', () => {
   const generated = generatedFiles();
 
-  it('generates the two rule files and the two dashboards', () => {
+  it('generates the two rule files, the Alertmanager config and the two dashboards', () => {
     expect(Object.keys(generated).sort()).toEqual([
+      'alerts/alertmanager/alertmanager.yml',
       'alerts/holdfast-health.rules.yml',
       'alerts/holdfast-slo.rules.yml',
       'dashboards/holdfast-overview.json',

@@ -6,8 +6,8 @@
 import { existsSync } from 'node:fs';
 import { dirname, join, normalize } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { RUNBOOK_BASE_URL } from '../../alerts/config.js';
 import { runbookPath } from '../../alerts/define-alert.js';
+import { repoConfig } from '../../scripts/gen.js';
 import { REPO_ROOT, alertingRules, alertNames, read, runbookPaths } from './sources.js';
 
 /** Console pages of the operations console (app/). */
@@ -19,7 +19,8 @@ const CONSOLE_PAGES = ['/', '/locks', '/locks/<key>', '/sessions', '/audit'];
  */
 const CLI: Record<string, readonly string[]> = {
   server: [],
-  'locks ls': ['--prefix', '--limit', '--cursor'],
+  // --sort age|waiters|key: the on-call listing of issue 13 (lands with the CLI work).
+  'locks ls': ['--prefix', '--limit', '--cursor', '--sort'],
   'locks show': [],
   revoke: ['--reason', '--expect-token'],
   'sessions ls': ['--limit', '--cursor'],
@@ -50,6 +51,7 @@ function cliInvocations(path: string): string[][] {
     .map((line) => (line.match(/"[^"]*"|'[^']*'|\S+/g) ?? []).slice(1));
 }
 
+const RUNBOOK_BASE_URL = repoConfig().runbookBaseUrl;
 const alertRunbooks = () => alertNames().map((name) => runbookPath(name));
 
 describe('runbook links', () => {

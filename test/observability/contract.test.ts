@@ -15,7 +15,9 @@ import { STORES } from '../support/stores.js';
 import { readC4EventContracts, violationsOf } from './support/c4-events.js';
 import { countsOf, deltasOf, scrape, seriesId, type Scrape } from './support/scrape.js';
 
-const SERVER_SPECS = METRIC_SPECS.filter((spec) => spec.emitter === 'server');
+/** The lock_* families; the build-info metric has one series of build labels instead of closed sets. */
+const SERVER_SPECS = METRIC_SPECS.filter((spec) => spec.emitter === 'server' && !spec.buildLabels);
+const BUILD_INFO = METRIC_SPECS.find((spec) => spec.buildLabels)!;
 const PARSER_TYPE = { counter: 'COUNTER', gauge: 'GAUGE', histogram: 'HISTOGRAM' } as const;
 /** The counters and histogram counts whose every series the ledger accounts for. */
 const EXACT = [
@@ -102,6 +104,12 @@ describe.each(STORES)('C4 contract on %s', (storeName) => {
     const lockFamilies = [...first.families.keys()].filter((name) => name.startsWith('lock_')).sort();
     expect(lockFamilies).toEqual(SERVER_SPECS.map((s) => s.name).sort());
     for (const name of EXACT) for (const value of countsOf(first, name).values()) expect(value).toBe(0);
+    // One build-info series, value 1, naming this process's versions.
+    const buildInfo = first.families.get(BUILD_INFO.name);
+    expect(buildInfo?.help).toBe(BUILD_INFO.help);
+    expect(buildInfo?.series.map((s) => ({ labels: s.labels, value: s.value }))).toEqual([
+      { labels: { version: expect.stringMatching(/^\d+\.\d+\.\d+/), node_version: process.version }, value: 1 },
+    ]);
     // prom-client's process and Node.js defaults are on the page too.
     expect(first.families.has('process_cpu_seconds_total')).toBe(true);
     expect(first.families.has('nodejs_eventloop_lag_seconds')).toBe(true);
