@@ -49,10 +49,16 @@ export interface GrantEnd {
 }
 
 const OLDEST_SCAN_PAGE = 1000;
+/**
+ * How long one scan for the oldest grants answers identical asks: every open console
+ * polls "held longest" every 2 s, and each scan reads every held lock.
+ */
+const OLDEST_REUSE_MILLIS = 1000;
 
 export class LockInsight {
   readonly contention: ContentionTop;
   readonly history: LockHistory;
+  private readonly oldestScans = new Map<string, { startedAt: number; scan: Promise<HeldLock[]> }>();
 
   constructor(
     private readonly store: LockStore,
@@ -135,9 +141,37 @@ export class LockInsight {
   /**
    * A1 with sort=age: the `limit` oldest live grants, oldest first. The SPI lists
    * by key only, so this walks every held lock keeping the oldest `limit`
-   * (O(held locks) store reads, O(limit) memory).
+   * (O(held locks) store reads, O(limit) memory); identical asks within
+   * OLDEST_REUSE_MILLIS share one scan. Waiter counts are always current.
    */
   async oldestLocks(limit: number, prefix?: string): Promise<LockInfo[]> {
+    const ask = JSON.stringify([limit, prefix ?? '']);
+    const now = this.now();
+    let entry = this.oldestScans.get(ask);
+    if (!entry || now - entry.startedAt >= OLDEST_REUSE_MILLIS) {
+      for (const [other, old] of this.oldestScans) if (now - old.startedAt >= OLDEST_REUSE_MILLIS) this.oldestScans.delete(other);
+      const fresh = { startedAt: now, scan: this.scanOldest(limit, prefix) };
+      this.oldestScans.set(ask, fresh);
+      // A failed scan is not reused.
+      fresh.scan.catch(() => {
+        if (this.oldestScans.get(ask) === fresh) this.oldestScans.delete(ask);
+      });
+      entry = fresh;
+    }
+    const oldest = await entry.scan;
+    return oldest.map((lock) => ({
+      key: lock.key,
+      held: true,
+      sessionId: lock.sessionId,
+      owner: lock.owner,
+      fencingToken: lock.fencingToken,
+      grantedAt: lock.grantedAt,
+      expiresAt: lock.expiresAt,
+      waiterCount: this.waiters.count(lock.key),
+    }));
+  }
+
+  private async scanOldest(limit: number, prefix?: string): Promise<HeldLock[]> {
     const oldest: HeldLock[] = [];
     let cursor: string | undefined;
     do {
@@ -150,16 +184,7 @@ export class LockInsight {
       }
       cursor = page.nextCursor ?? undefined;
     } while (cursor);
-    return oldest.map((lock) => ({
-      key: lock.key,
-      held: true,
-      sessionId: lock.sessionId,
-      owner: lock.owner,
-      fencingToken: lock.fencingToken,
-      grantedAt: lock.grantedAt,
-      expiresAt: lock.expiresAt,
-      waiterCount: this.waiters.count(lock.key),
-    }));
+    return oldest;
   }
 }
 

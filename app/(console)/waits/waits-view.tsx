@@ -30,7 +30,7 @@ export function WaitsView() {
       {data && data.cycles.length > 0 ? (
         <div className="banner banner-error" role="alert" data-testid="deadlock-banner">
           <strong>{data.cycles.length === 1 ? 'A deadlock' : `${data.cycles.length} deadlocks`}:</strong>{' '}
-          {data.cycles.map((cycle) => cycle.join(' → ')).join('; ')}
+          {data.cycles.map((cycle) => [...cycle, cycle[0]].join(' → ')).join('; ')}
         </div>
       ) : null}
       {data && data.items.length > 0 ? (
