@@ -24,8 +24,8 @@ async function holdfast(args: string[], token = server.viewerToken) {
 beforeAll(async () => {
   server = await startServer({ store: 'embedded' });
   const api = httpClient(server.url);
-  const holder = (await api.openSession({ owner: 'top-holder' })).body.sessionId;
-  const other = (await api.openSession({ owner: 'top-other' })).body.sessionId;
+  const holder = (await api.openSession({ owner: 'top-holder', ttlMillis: 300_000 })).body.sessionId;
+  const other = (await api.openSession({ owner: 'top-other', ttlMillis: 300_000 })).body.sessionId;
   await api.acquire('top/hot', { sessionId: holder });
   await api.acquire('top/cold', { sessionId: holder });
   for (let i = 0; i < 5; i++) await api.acquire('top/hot', { sessionId: other });
