@@ -30,6 +30,11 @@ const schema = z.object({
   HOLDFAST_CONTENTION_SHARED: intFrom(1, 10_000_000, 5000),
   HOLDFAST_CONTENTION_SHARED_BURST: intFrom(1, 10_000_000, 10000),
   HOLDFAST_PG_POOL_SIZE: intFrom(1, 1000, 16),
+  /** v2: a PostgreSQL that does not answer within these is NOT_LEADER (503), not a hung request. */
+  HOLDFAST_PG_CONNECT_TIMEOUT_MS: intFrom(100, 60_000, 1500),
+  HOLDFAST_PG_STATEMENT_TIMEOUT_MS: intFrom(100, 600_000, 1500),
+  /** v2: concurrent server-side waits (L4 with waitMillis > 0) one session may have on one server. */
+  HOLDFAST_MAX_WAITS_PER_SESSION: intFrom(1, 10_000, 32),
   /** How often the store-true gauges (lock_held, lock_sessions_active, lock_oldest_held_seconds) are recounted. */
   HOLDFAST_STORE_GAUGE_REFRESH_MS: intFrom(100, 600_000, 5000),
 });

@@ -54,6 +54,7 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.random ? { random: options.random } : {}),
     auditSealer,
+    maxWaitsPerSession: config.HOLDFAST_MAX_WAITS_PER_SESSION,
     contentionBudget: {
       perSessionPerSecond: config.HOLDFAST_CONTENTION_PER_SESSION,
       perSessionBurst: config.HOLDFAST_CONTENTION_PER_SESSION_BURST,
@@ -109,15 +110,24 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
   };
 }
 
-function startSweeper(service: LockService, events: EventLog, intervalMillis: number) {
-  let running: Promise<unknown> = Promise.resolve();
+/**
+ * Single flight: a tick that finds the last sweep still running is skipped, so a slow
+ * store never builds a queue of sweeps (each would only find the same rows again).
+ */
+export function startSweeper(service: Pick<LockService, 'sweep'>, events: EventLog, intervalMillis: number) {
+  let running: Promise<unknown> | null = null;
   let sweeps = 0;
   const timer = setInterval(() => {
-    running = running.then(() =>
-      service.sweep({ requestId: `sweep-${++sweeps}` }).catch((error: Error) => {
-        events.emit('sweep_failed', { requestId: `sweep-${sweeps}` }, { message: error.message });
-      }),
-    );
+    if (running) return;
+    const requestId = `sweep-${++sweeps}`;
+    running = service
+      .sweep({ requestId })
+      .catch((error: Error) => {
+        events.emit('sweep_failed', { requestId }, { message: error.message });
+      })
+      .finally(() => {
+        running = null;
+      });
   }, intervalMillis);
   timer.unref();
   return {
@@ -125,5 +135,7 @@ function startSweeper(service: LockService, events: EventLog, intervalMillis: nu
       clearInterval(timer);
       await running;
     },
+    /** Sweeps started so far (tests). */
+    started: () => sweeps,
   };
 }

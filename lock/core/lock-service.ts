@@ -51,6 +51,8 @@ export interface LockServiceOptions {
   /** Polling wait (stores without a ReleaseWaiter): first delay cap and the ceiling. */
   pollBaseMillis?: number;
   pollMaxMillis?: number;
+  /** Concurrent server-side waits one session may have here; more are 429 CONTENTION_EXCEEDED. */
+  maxWaitsPerSession?: number;
   insight?: LockInsightOptions;
   /** The sealer the store seals with: verification checks links with the same key. */
   auditSealer?: AuditSealer;
@@ -87,6 +89,7 @@ export class LockService {
   private readonly pollBaseMillis: number;
   private readonly pollMaxMillis: number;
   private readonly auditSealer: AuditSealer;
+  private readonly maxWaitsPerSession: number;
 
   constructor(
     readonly store: LockStore,
@@ -102,6 +105,7 @@ export class LockService {
     this.pollBaseMillis = options.pollBaseMillis ?? 25;
     this.pollMaxMillis = options.pollMaxMillis ?? 500;
     this.auditSealer = options.auditSealer ?? createAuditSealer();
+    this.maxWaitsPerSession = options.maxWaitsPerSession ?? 32;
     this.activity = new ActivityWindow(() => this.clock.now());
     this.insight = new LockInsight(store, this.waiters, metrics, () => this.clock.now(), options.insight);
     metrics.setGaugeSource('lockWaiters', () => this.waiters.total());
@@ -206,6 +210,11 @@ export class LockService {
       throw this.contended(who, result.holder, ctx);
     }
 
+    // A cap on parked waits: each holds a request, a timer and store polls. Refused like a
+    // spent budget (429, retry after backoff): the caller has too much in flight, nothing is wrong.
+    if (this.waiters.countForSession(sessionId) >= this.maxWaitsPerSession) {
+      throw this.contentionExceeded(who, 'waits', 1, ctx);
+    }
     // Registered before the first try, so a release landing between a failed try and the wait still wakes it.
     const waiter = this.waiters.register(req.key, sessionId, null);
     const deadline = startedAt + req.waitMillis;
@@ -376,9 +385,9 @@ export class LockService {
     holder: HeldLock | null,
     ctx: EventContext,
   ): LockContendedError | ContentionExceededError {
-    this.insight.contended(req.key);
     const verdict = this.budget.charge(req.sessionId);
     if (!verdict.ok) return this.contentionExceeded(req, verdict.scope, verdict.retryAfterSeconds, ctx, holder);
+    this.insight.contended(req.key);
     this.metrics.inc('lockContentionTotal', { reason: 'contended' });
     this.activity.record('contention:contended');
     this.events.emit('lock_contended', ctx, {
@@ -392,11 +401,13 @@ export class LockService {
 
   private contentionExceeded(
     req: { key: string; sessionId: string },
-    scope: 'session' | 'shared',
+    scope: 'session' | 'shared' | 'waits',
     retryAfterSeconds: number,
     ctx: EventContext,
     holder: HeldLock | null = null,
   ): ContentionExceededError {
+    // The top-K counts what lock_contention_total counts, key by key.
+    this.insight.contended(req.key);
     this.metrics.inc('lockContentionTotal', { reason: 'exceeded' });
     this.activity.record('contention:exceeded');
     this.events.emit('lock_contended', ctx, {
@@ -405,6 +416,12 @@ export class LockService {
       holderSessionId: holder?.sessionId ?? null,
       reason: 'exceeded',
     });
+    if (scope === 'waits') {
+      return new ContentionExceededError(
+        `this session already has ${this.maxWaitsPerSession} waiting acquires on this server (HOLDFAST_MAX_WAITS_PER_SESSION); back off and retry`,
+        retryAfterSeconds,
+      );
+    }
     const whose = scope === 'session' ? "this session's" : 'the shared';
     return new ContentionExceededError(`${whose} contention budget is spent; back off and retry`, retryAfterSeconds);
   }

@@ -63,6 +63,11 @@ export class WaiterRegistry {
     return waiter;
   }
 
+  /** Waits this session has open on this instance. */
+  countForSession(sessionId: string): number {
+    return this.bySession.get(sessionId)?.size ?? 0;
+  }
+
   unregister(waiter: Waiter): void {
     removeFrom(this.byKey, waiter.key, waiter);
     removeFrom(this.bySession, waiter.sessionId, waiter);
@@ -123,40 +128,54 @@ export class WaiterRegistry {
   }
 }
 
-function countCycles(edges: Map<string, Set<string>>): number {
-  // Tarjan's strongly connected components.
+/**
+ * Tarjan's strongly connected components, iterative: an explicit frame stack instead
+ * of recursion, so a chain of any length (10,000 waiting sessions) cannot overflow.
+ */
+export function countCycles(edges: Map<string, Set<string>>): number {
   let index = 0;
   let cycles = 0;
   const indices = new Map<string, number>();
   const lowlink = new Map<string, number>();
   const onStack = new Set<string>();
   const stack: string[] = [];
-  const visit = (v: string) => {
+  const open = (v: string) => {
     indices.set(v, index);
     lowlink.set(v, index);
     index++;
     stack.push(v);
     onStack.add(v);
-    for (const w of edges.get(v) ?? []) {
-      if (!indices.has(w)) {
-        visit(w);
-        lowlink.set(v, Math.min(lowlink.get(v)!, lowlink.get(w)!));
-      } else if (onStack.has(w)) {
-        lowlink.set(v, Math.min(lowlink.get(v)!, indices.get(w)!));
-      }
-    }
-    if (lowlink.get(v) === indices.get(v)) {
-      const component: string[] = [];
-      let w: string;
-      do {
-        w = stack.pop()!;
-        onStack.delete(w);
-        component.push(w);
-      } while (w !== v);
-      if (component.length > 1 || edges.get(v)?.has(v)) cycles++;
-    }
+    return { v, next: (edges.get(v) ?? new Set<string>()).values() };
   };
-  for (const v of edges.keys()) if (!indices.has(v)) visit(v);
+  for (const root of edges.keys()) {
+    if (indices.has(root)) continue;
+    const frames = [open(root)];
+    while (frames.length > 0) {
+      const frame = frames.at(-1)!;
+      const step = frame.next.next();
+      if (!step.done) {
+        const w = step.value;
+        if (!indices.has(w)) frames.push(open(w));
+        else if (onStack.has(w)) lowlink.set(frame.v, Math.min(lowlink.get(frame.v)!, indices.get(w)!));
+        continue;
+      }
+      // All successors of v done: close its component if it is a root, then report to the parent.
+      const v = frame.v;
+      frames.pop();
+      if (lowlink.get(v) === indices.get(v)) {
+        let size = 0;
+        let w: string;
+        do {
+          w = stack.pop()!;
+          onStack.delete(w);
+          size++;
+        } while (w !== v);
+        if (size > 1 || edges.get(v)?.has(v)) cycles++;
+      }
+      const parent = frames.at(-1);
+      if (parent) lowlink.set(parent.v, Math.min(lowlink.get(parent.v)!, lowlink.get(v)!));
+    }
+  }
   return cycles;
 }
 

@@ -72,6 +72,9 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     },
     return503OnClosing: false,
+    // A client that trickles its request (headers and body) is cut off; the handler's own
+    // time (a server-side wait of up to 30 s) is not bounded by this.
+    requestTimeout: 10_000,
     // A 512-byte key percent-encodes to at most 1,536 characters.
     routerOptions: { maxParamLength: 2048 },
     frameworkErrors: (error, request, reply) => {

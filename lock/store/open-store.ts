@@ -17,13 +17,17 @@ export async function openStore(config: ServerConfig): Promise<LockStore> {
   let store: LockStore;
   switch (config.HOLDFAST_STORE) {
     case 'embedded': {
-      const dataDir = path.resolve(config.HOLDFAST_DATA_DIR, 'pgdata');
-      await mkdir(dataDir, { recursive: true });
-      store = new SqlLockStore(await PgliteDatabase.open(dataDir), 'embedded', { sealer });
+      const ownerDir = path.resolve(config.HOLDFAST_DATA_DIR);
+      const dataDir = path.join(ownerDir, 'pgdata');
+      await mkdir(dataDir, { recursive: true, mode: 0o700 });
+      store = new SqlLockStore(await PgliteDatabase.open(dataDir, undefined, { ownerDir }), 'embedded', { sealer });
       break;
     }
     case 'postgres':
-      store = new SqlLockStore(new PgDatabase(config.DATABASE_URL!, config.HOLDFAST_PG_POOL_SIZE), 'postgres', { sealer });
+      store = new SqlLockStore(new PgDatabase(config.DATABASE_URL!, config.HOLDFAST_PG_POOL_SIZE, {
+          connectTimeoutMillis: config.HOLDFAST_PG_CONNECT_TIMEOUT_MS,
+          statementTimeoutMillis: config.HOLDFAST_PG_STATEMENT_TIMEOUT_MS,
+        }), 'postgres', { sealer });
       break;
     case 'etcd': {
       // Loaded on demand so the embedded default never pulls in the etcd client.

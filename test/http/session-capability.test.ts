@@ -3,7 +3,7 @@
  * third party can do with what L7 shows, and where the sessionToken never appears.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { httpClient } from '../support/http.js';
+import { eventually, httpClient } from '../support/http.js';
 import { startServer, type TestServer } from '../support/server.js';
 
 const STORES = (process.env.HOLDFAST_TEST_STORES?.split(',') ?? ['embedded', 'postgres']).filter((s) => s !== 'etcd') as ('embedded' | 'postgres')[];
@@ -139,5 +139,36 @@ describe('client tokens (tokens file with a client entry)', () => {
     const asClient = client.admin(clientToken);
     expect((await asClient.listLocks()).status).toBe(403);
     expect((await asClient.revoke('k', { reason: 'x' })).status).toBe(403);
+  });
+});
+
+describe('waits per session are capped (HOLDFAST_MAX_WAITS_PER_SESSION)', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startServer({ store: 'embedded', env: { HOLDFAST_MAX_WAITS_PER_SESSION: '2' } });
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  test('a third concurrent wait of one session is 429 CONTENTION_EXCEEDED with Retry-After; other sessions still wait', async () => {
+    const api = httpClient(server.url);
+    const holder = (await api.openSession({})).body.sessionId as string;
+    const waiter = (await api.openSession({})).body.sessionId as string;
+    const other = (await api.openSession({})).body.sessionId as string;
+    const grant = (await api.acquire('capped', { sessionId: holder })).body;
+    const waits = [api.acquire('capped', { sessionId: waiter, waitMillis: 20_000 }), api.acquire('capped', { sessionId: waiter, waitMillis: 20_000 })];
+    await eventually(async () => (await api.read('capped')).body.waiterCount === 2);
+    const third = await api.acquire('capped', { sessionId: waiter, waitMillis: 20_000 });
+    expect(third.status).toBe(429);
+    expect(third.body.error).toMatchObject({ code: 'CONTENTION_EXCEEDED', retryable: true });
+    expect(third.body.error.message).toContain('HOLDFAST_MAX_WAITS_PER_SESSION');
+    expect(third.headers.get('retry-after')).toBe('1');
+    const otherWait = api.acquire('capped', { sessionId: other, waitMillis: 20_000 });
+    await eventually(async () => (await api.read('capped')).body.waiterCount === 3);
+    expect((await api.release('capped', { sessionId: holder, fencingToken: grant.fencingToken })).status).toBe(200);
+    await api.closeSession(waiter);
+    await api.closeSession(other);
+    await Promise.allSettled([...waits, otherWait]);
   });
 });

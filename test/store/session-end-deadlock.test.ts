@@ -15,7 +15,7 @@ let db: PgDatabase;
 
 beforeAll(async () => {
   const cluster = await sharedPostgres();
-  db = new PgDatabase(await cluster.createDatabase(), 24);
+  db = new PgDatabase(await cluster.createDatabase(), 24, { statementTimeoutMillis: 30_000 });
   store = new SqlLockStore(db, 'postgres');
   await store.init();
 });

@@ -18,7 +18,7 @@ let databaseUrl: string;
 
 beforeAll(async () => {
   databaseUrl = await (await sharedPostgres()).createDatabase();
-  store = new SqlLockStore(new PgDatabase(databaseUrl, 8), 'postgres');
+  store = new SqlLockStore(new PgDatabase(databaseUrl, 8, { statementTimeoutMillis: 30_000 }), 'postgres');
   await store.init();
 });
 afterAll(async () => {

@@ -1,5 +1,5 @@
 import { expect, test } from 'vitest';
-import { WaiterRegistry } from '../../lock/core/waiters.js';
+import { WaiterRegistry, countCycles } from '../../lock/core/waiters.js';
 
 test('counts waiters per key and in total', () => {
   const registry = new WaiterRegistry();
@@ -55,4 +55,26 @@ test('a release wakes the longest-waiting waiter only', async () => {
   registry.unregister(first);
   registry.keyReleased('k');
   expect(second.releasesSeen).toBe(seenSecond + 1);
+});
+
+test('the cycle search is iterative: 10,000 sessions waiting in one chain do not overflow, closing it is one cycle', () => {
+  const registry = new WaiterRegistry();
+  const n = 10_000;
+  // s0 waits on k1 held by s1, s1 on k2 held by s2, ... : a chain of waits.
+  for (let i = 0; i < n - 1; i++) registry.register(`k${i + 1}`, `s${i}`, `s${i + 1}`);
+  expect(registry.deadlockCycles()).toBe(0);
+  // The last one waits on what s0 holds: one cycle of 10,000 sessions.
+  registry.register('k0', `s${n - 1}`, 's0');
+  expect(registry.deadlockCycles()).toBe(1);
+});
+
+test('countCycles finds separate cycles and self-loops, not mere chains', () => {
+  const edges = new Map<string, Set<string>>([
+    ['a', new Set(['b'])],
+    ['b', new Set(['a', 'c'])],
+    ['c', new Set(['d'])],
+    ['d', new Set(['d'])],
+    ['e', new Set(['a'])],
+  ]);
+  expect(countCycles(edges)).toBe(2);
 });

@@ -13,8 +13,27 @@ const types = {
 export class PgDatabase implements SqlDatabase {
   private readonly pool: pg.Pool;
 
-  constructor(connectionString: string, poolSize = 16) {
-    this.pool = new pg.Pool({ connectionString, max: poolSize, types: types as pg.CustomTypesConfig });
+  /**
+   * Timeouts make an unreachable or black-holed PostgreSQL an error within bounded time
+   * (answered 503 NOT_LEADER) instead of a request that hangs: `connectTimeoutMillis` covers
+   * opening a connection and waiting for a pool slot; `statementTimeoutMillis` is set on the
+   * server (statement_timeout) and, with a little slack, on the client (a reply that never
+   * comes); a client that timed out is discarded, not reused.
+   */
+  constructor(
+    connectionString: string,
+    poolSize = 16,
+    timeouts: { connectTimeoutMillis?: number; statementTimeoutMillis?: number } = {},
+  ) {
+    const statement = timeouts.statementTimeoutMillis ?? 1500;
+    this.pool = new pg.Pool({
+      connectionString,
+      max: poolSize,
+      types: types as pg.CustomTypesConfig,
+      connectionTimeoutMillis: timeouts.connectTimeoutMillis ?? 1500,
+      statement_timeout: statement,
+      query_timeout: statement + 500,
+    });
     // An idle client losing its connection must not crash the server; the next query reports it.
     this.pool.on('error', () => {});
   }

@@ -1,4 +1,6 @@
 import { PGlite, types as pgliteTypes } from '@electric-sql/pglite';
+import { lockDataDir, type DataDirLock } from './data-dir-lock.js';
+import { makeOwnerOnly, ownerOnlyUmask } from './private-files.js';
 import type { Queryable, Row, SqlDatabase } from './queryable.js';
 
 /**
@@ -7,20 +9,37 @@ import type { Queryable, Row, SqlDatabase } from './queryable.js';
  * so transactions serialise exactly as they would under a table lock.
  */
 export class PgliteDatabase implements SqlDatabase {
-  private constructor(private readonly db: PGlite) {}
+  private constructor(
+    private readonly db: PGlite,
+    private readonly dirLock: DataDirLock | null,
+  ) {}
 
   /**
    * `dataDir` undefined = in memory (tests); otherwise the embedded store's files.
    * `template` is a data-dir dump to start from: a fresh PGlite runs initdb in
    * WASM (seconds), loading a dump takes about one.
    */
-  static async open(dataDir?: string, template?: Blob): Promise<PgliteDatabase> {
-    const db = await PGlite.create({
-      ...(dataDir ? { dataDir } : {}),
-      ...(template ? { loadDataDir: template } : {}),
-      parsers: { [pgliteTypes.INT8]: (value: string) => Number(value) },
-    });
-    return new PgliteDatabase(db);
+  /**
+   * `ownerDir`: the directory the server owns (HOLDFAST_DATA_DIR, holding `dataDir`): locked
+   * before PGlite opens anything and made owner-only; defaults to `dataDir` itself.
+   */
+  static async open(dataDir?: string, template?: Blob, options: { ownerDir?: string } = {}): Promise<PgliteDatabase> {
+    const ownerDir = options.ownerDir ?? dataDir;
+    // One owner per directory, taken before PGlite touches it (throws DataDirInUseError).
+    const dirLock = ownerDir ? await lockDataDir(ownerDir) : null;
+    try {
+      if (ownerDir) ownerOnlyUmask();
+      const db = await PGlite.create({
+        ...(dataDir ? { dataDir } : {}),
+        ...(template ? { loadDataDir: template } : {}),
+        parsers: { [pgliteTypes.INT8]: (value: string) => Number(value) },
+      });
+      if (ownerDir) await makeOwnerOnly(ownerDir);
+      return new PgliteDatabase(db, dirLock);
+    } catch (error) {
+      await dirLock?.release();
+      throw error;
+    }
   }
 
   async query<R extends Row = Row>(sql: string, params: readonly unknown[] = []): Promise<R[]> {
@@ -47,6 +66,10 @@ export class PgliteDatabase implements SqlDatabase {
   }
 
   async close(): Promise<void> {
-    await this.db.close();
+    try {
+      await this.db.close();
+    } finally {
+      await this.dirLock?.release();
+    }
   }
 }
