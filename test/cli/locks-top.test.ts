@@ -26,8 +26,9 @@ beforeAll(async () => {
   const api = httpClient(server.url);
   const holder = (await api.openSession({ owner: 'top-holder', ttlMillis: 300_000 })).body.sessionId;
   const other = (await api.openSession({ owner: 'top-other', ttlMillis: 300_000 })).body.sessionId;
-  await api.acquire('top/hot', { sessionId: holder });
-  await api.acquire('top/cold', { sessionId: holder });
+  // Held (session and lock) well past the CLI runs, which take seconds each on a busy machine.
+  await api.acquire('top/hot', { sessionId: holder, ttlMillis: 300_000 });
+  await api.acquire('top/cold', { sessionId: holder, ttlMillis: 300_000 });
   for (let i = 0; i < 5; i++) await api.acquire('top/hot', { sessionId: other });
   await api.acquire('top/cold', { sessionId: other });
 });
