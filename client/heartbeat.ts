@@ -6,14 +6,15 @@
  * its conservative deadline (send time of the last successful heartbeat + TTL −
  * margin) passes first. The deadline is watched by its own timer, so a heartbeat
  * that hangs cannot postpone the verdict; and each heartbeat is abandoned after
- * a quarter of the TTL (request-timeout.ts), so one stalled request cannot hold
- * the loop either. NOT_LEADER, 5xx and unanswered heartbeats are retried sooner.
+ * a quarter of the TTL at most (request-timeout.ts) and sent again at once, so
+ * one stalled request cannot hold the loop either. NOT_LEADER, 5xx and failed
+ * heartbeats are retried sooner.
  */
 import type { LockApi } from './api.js';
 import type { BackendLabel } from './backend-label.js';
 import { startTimer, type Clock, type Timer } from './clock.js';
 import type { SessionLossCause } from './errors.js';
-import { keepAliveTimeoutMillis, withRequestTimeout } from './request-timeout.js';
+import { isRequestTimeout, keepAliveTimeoutMillis, withRequestTimeout } from './request-timeout.js';
 import { conservativeDeadline } from './runtime.js';
 
 export interface HeartbeatOptions {
@@ -33,8 +34,6 @@ export interface HeartbeatOptions {
 export class HeartbeatScheduler {
   readonly intervalMillis: number;
   readonly retryMillis: number;
-  /** How long one heartbeat may stay unanswered before it is abandoned and sent again. */
-  readonly requestTimeoutMillis: number;
   private readonly stopper = new AbortController();
   private watchdog: Timer | undefined;
   private deadline: number;
@@ -42,7 +41,6 @@ export class HeartbeatScheduler {
   constructor(private readonly options: HeartbeatOptions) {
     this.intervalMillis = Math.max(1, Math.floor(options.ttlMillis / 3));
     this.retryMillis = Math.max(1, Math.min(this.intervalMillis, Math.floor(options.ttlMillis / 10)));
-    this.requestTimeoutMillis = keepAliveTimeoutMillis(options.ttlMillis);
     this.deadline = options.initialDeadline;
   }
 
@@ -87,12 +85,15 @@ export class HeartbeatScheduler {
       const sentAt = clock.now();
       let answer;
       try {
-        answer = await withRequestTimeout(clock, this.requestTimeoutMillis, stopped, 'the heartbeat', (signal) =>
+        const timeout = keepAliveTimeoutMillis(ttlMillis, this.deadline - sentAt);
+        answer = await withRequestTimeout(clock, timeout, stopped, 'the heartbeat', (signal) =>
           api.heartbeat(sessionId, sessionToken, signal),
         );
-      } catch {
+      } catch (error) {
         if (stopped.aborted) return;
-        delay = this.retryMillis; // no answer: try again soon, the watchdog decides
+        // Abandoned after its timeout: the time is spent already, send again now. Failed fast
+        // (refused, reset): try again soon. Either way the watchdog decides.
+        delay = isRequestTimeout(error) ? 0 : this.retryMillis;
         continue;
       }
       if (stopped.aborted) return;

@@ -9,14 +9,15 @@
  *   the whole session.
  * - NOT_LEADER, 5xx or no answer: retry sooner; if renewals keep failing the
  *   handle's own deadline watchdog marks it lost before the server frees it.
- * - A renewal unanswered for a quarter of the lock's TTL is abandoned and sent
- *   again (request-timeout.ts), so one stalled request cannot cost the lock.
+ * - A renewal unanswered for a quarter of the lock's TTL (at most half the time
+ *   left to its deadline) is abandoned and sent again at once (request-timeout.ts),
+ *   so one stalled request cannot cost the lock.
  */
 import type { LockApi } from './api.js';
 import type { Clock } from './clock.js';
 import { LockLostError, type SessionLossCause } from './errors.js';
 import type { HeldLock } from './handle.js';
-import { keepAliveTimeoutMillis, withRequestTimeout } from './request-timeout.js';
+import { isRequestTimeout, keepAliveTimeoutMillis, withRequestTimeout } from './request-timeout.js';
 import { conservativeDeadline } from './runtime.js';
 
 export interface RenewerOptions {
@@ -44,7 +45,6 @@ export function renewIntervalMillis(ttlMillis: number): number {
 async function renewLoop(options: RenewerOptions, stopped: AbortSignal): Promise<void> {
   const { api, clock, sessionId, sessionToken, lock, safetyMarginMillis } = options;
   const interval = renewIntervalMillis(lock.ttlMillis);
-  const requestTimeout = keepAliveTimeoutMillis(lock.ttlMillis);
   const retry = Math.max(1, Math.min(interval, Math.floor(lock.ttlMillis / 10)));
   let delay = interval;
   while (!stopped.aborted && !lock.lost && !lock.released) {
@@ -56,12 +56,14 @@ async function renewLoop(options: RenewerOptions, stopped: AbortSignal): Promise
     const sentAt = clock.now();
     let answer;
     try {
-      answer = await withRequestTimeout(clock, requestTimeout, stopped, 'the renewal', (signal) =>
+      const timeout = keepAliveTimeoutMillis(lock.ttlMillis, lock.expiresAt - sentAt);
+      answer = await withRequestTimeout(clock, timeout, stopped, 'the renewal', (signal) =>
         api.renew(lock.key, { sessionId, fencingToken: lock.fencingToken, ttlMillis: lock.ttlMillis }, sessionToken, signal),
       );
-    } catch {
+    } catch (error) {
       if (stopped.aborted) return;
-      delay = retry;
+      // Abandoned after its timeout: send again now (a new connection); failed fast: soon.
+      delay = isRequestTimeout(error) ? 0 : retry;
       continue;
     }
     if (stopped.aborted) return;

@@ -3,21 +3,24 @@
  *
  * A heartbeat or renewal that hangs — a stalled connection, a black-holed
  * packet — must not hold its loop until the deadline: the loop gives up on it
- * after `keepAliveTimeoutMillis(ttl)` and sends again (the transport opens a new
- * connection for it), so a healthy server can still save the session or lock.
+ * and sends again at once (the transport opens a new connection for it), so a
+ * healthy server can still save the session or lock.
  *
- * Why a quarter of the TTL: the call goes out a third of the TTL after the last
- * success, leaving two thirds minus the safety margin (≤ a quarter) — at least
- * 5/12 of the TTL — before the conservative deadline. A quarter for the stalled
- * call plus a tenth before the retry (the loops' retry delay) leaves the retry a
- * fifteenth of the TTL even with the largest margin, and far more with the
- * default 1-s margin (e.g. TTL 15 s: sent at 5 s, abandoned at 8.75 s, retried at
- * 10.25 s, deadline 14 s).
+ * The timeout is ⌊TTL/4⌋, but never more than half the time left before the
+ * conservative deadline: whatever the first attempt costs, the retry still gets
+ * the other half. (The call normally goes out a third of the TTL after the last
+ * success, so with the default 1-s margin and TTL 15 s: sent at 5 s, abandoned
+ * at 8.75 s, sent again at once, 5 s before the deadline.)
  */
 import { startTimer, type Clock } from './clock.js';
 
-export function keepAliveTimeoutMillis(ttlMillis: number): number {
-  return Math.max(1, Math.floor(ttlMillis / 4));
+export function keepAliveTimeoutMillis(ttlMillis: number, millisToDeadline: number): number {
+  return Math.max(1, Math.min(Math.floor(ttlMillis / 4), Math.floor(millisToDeadline / 2)));
+}
+
+/** True for the rejection withRequestTimeout gives when its own timer fired. */
+export function isRequestTimeout(error: unknown): boolean {
+  return error instanceof DOMException && error.name === 'TimeoutError';
 }
 
 /**

@@ -26,10 +26,8 @@ export class JsonHttpClient {
     this.agent = new http.Agent({ keepAlive: true, maxSockets: connections, maxFreeSockets: connections });
   }
 
-  /** `bearer`: the Authorization token (a session's sessionToken on L2–L6). */
   request(method: 'POST' | 'DELETE', path: string, body?: unknown, bearer?: string): Promise<JsonResponse> {
     const payload = body === undefined ? undefined : JSON.stringify(body);
-    const auth: Record<string, string> = bearer === undefined ? {} : { authorization: `Bearer ${bearer}` };
     return new Promise((resolve, reject) => {
       const req = http.request(
         {
@@ -38,10 +36,10 @@ export class JsonHttpClient {
           method,
           path,
           agent: this.agent,
-          headers:
-            payload === undefined
-              ? auth
-              : { ...auth, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
+          headers: {
+            ...(payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }),
+            ...(bearer ? { authorization: `Bearer ${bearer}` } : {}),
+          },
         },
         (res) => {
           const chunks: Buffer[] = [];

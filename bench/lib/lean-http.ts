@@ -52,15 +52,15 @@ export class LeanHttpConnection {
     });
   }
 
-  /** `bearer`: the Authorization token (a session's sessionToken on L2–L6). */
+  /** `bearer`: sent as `Authorization: Bearer <bearer>` (the session token of L2–L6). */
   request(method: 'POST' | 'DELETE', path: string, body?: unknown, bearer?: string): Promise<JsonResponse> {
     if (this.failure) return Promise.reject(this.failure);
     if (this.pending) return Promise.reject(new Error('one request at a time per connection'));
     const payload = body === undefined ? '' : JSON.stringify(body);
     const head =
       `${method} ${path} HTTP/1.1\r\nHost: ${this.hostHeader}\r\n` +
-      (bearer === undefined ? '' : `Authorization: Bearer ${bearer}\r\n`) +
       (payload ? `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(payload)}\r\n` : '') +
+      (bearer ? `Authorization: Bearer ${bearer}\r\n` : '') +
       '\r\n';
     return new Promise((resolve, reject) => {
       this.pending = { resolve, reject };

@@ -9,8 +9,8 @@
 import { randomUUID } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
 import pg from 'pg';
-import { hashSessionToken, newSessionToken } from '../../lock/core/session-token.js';
 import { PgDatabase } from '../../lock/store/sql/pg-database.js';
+import { hashSessionToken, newSessionToken } from '../../lock/core/session-token.js';
 import { SqlLockStore } from '../../lock/store/sql/sql-store.js';
 import { JsonHttpClient, type JsonResponse } from './http-json.js';
 import { LeanHttpConnection } from './lean-http.js';
@@ -87,20 +87,18 @@ async function openRequesters(task: Task<'http'>): Promise<{ requesters: Request
 async function runHttp(task: Task<'http'>): Promise<Window> {
   const { requesters, close } = await openRequesters(task);
   // Sessions open before the window starts, so session set-up is never timed.
-  // Each session's calls carry its sessionToken (SPEC "Session capability"), as the SDK's do.
-  const sessions: { sessionId: string; sessionToken: string }[] = [];
+  const sessions: string[] = [];
+  const sessionTokens: string[] = [];
   for (const [i, requester] of requesters.entries()) {
     const opened = await requester.request('POST', '/v1/sessions', { ttlMillis: SESSION_TTL_MILLIS, owner: `bench-${i}` });
     if (opened.status !== 201) throw new Error(`opening a session: ${failureOf(opened)}`);
-    const { sessionId, sessionToken } = opened.body as { sessionId: string; sessionToken: string };
-    sessions.push({ sessionId, sessionToken });
+    sessions.push((opened.body as { sessionId: string }).sessionId);
+    sessionTokens.push((opened.body as { sessionToken: string }).sessionToken);
   }
   // Cells normally end long before the TTL; this keeps a long BENCH_SECONDS honest.
   const heartbeats = new JsonHttpClient(task.url, 1);
   const heartbeat = setInterval(() => {
-    for (const s of sessions) {
-      void heartbeats.request('POST', `/v1/sessions/${s.sessionId}/heartbeat`, {}, s.sessionToken).catch(() => {});
-    }
+    for (const [i, id] of sessions.entries()) void heartbeats.request('POST', `/v1/sessions/${id}/heartbeat`, {}, sessionTokens[i]).catch(() => {});
   }, HEARTBEAT_EVERY_MILLIS);
 
   const window = new Window(task);
@@ -110,22 +108,18 @@ async function runHttp(task: Task<'http'>): Promise<Window> {
   try {
     await Promise.all(
       requesters.map(async (requester, index) => {
-        const { sessionId, sessionToken } = sessions[index]!;
+        const sessionId = sessions[index]!;
+        const bearer = sessionTokens[index]!;
         const key = keyOf(index);
         while (window.open) {
           const startedAt = performance.now();
-          const acquired = await requester.request(
-            'POST',
-            `/v1/locks/${key}/acquire`,
-            { sessionId, ttlMillis: LOCK_TTL_MILLIS, ...waitMillis },
-            sessionToken,
-          );
+          const acquired = await requester.request('POST', `/v1/locks/${key}/acquire`, { sessionId, ttlMillis: LOCK_TTL_MILLIS, ...waitMillis }, bearer);
           if (acquired.status !== 200) {
             window.error(`acquire ${failureOf(acquired)}`);
             continue;
           }
           const fencingToken = (acquired.body as { fencingToken: string }).fencingToken;
-          const released = await requester.request('POST', `/v1/locks/${key}/release`, { sessionId, fencingToken }, sessionToken);
+          const released = await requester.request('POST', `/v1/locks/${key}/release`, { sessionId, fencingToken }, bearer);
           if (released.status !== 200) {
             window.error(`release ${failureOf(released)}`);
             continue;
@@ -136,9 +130,7 @@ async function runHttp(task: Task<'http'>): Promise<Window> {
     );
   } finally {
     clearInterval(heartbeat);
-    await Promise.all(
-      sessions.map((s, i) => requesters[i]!.request('DELETE', `/v1/sessions/${s.sessionId}`, undefined, s.sessionToken).catch(() => undefined)),
-    );
+    await Promise.all(sessions.map((id, i) => requesters[i]!.request('DELETE', `/v1/sessions/${id}`, undefined, sessionTokens[i]).catch(() => undefined)));
     heartbeats.close();
     close();
   }
