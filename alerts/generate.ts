@@ -12,6 +12,7 @@ import { healthAlertGroup, metaAlertGroup } from './health-alerts.js';
 import { ruleContext } from './rule-context.js';
 import type { RuleFile } from './rule-types.js';
 import { sloAlertGroup } from './slo-alerts.js';
+import { COMPLIANCE_WINDOW, sloModel } from './slo.js';
 import { sloComplianceGroup, sloRateGroup } from './slo-rules.js';
 
 export const SLO_RULES_PATH = 'alerts/holdfast-slo.rules.yml';
@@ -47,7 +48,7 @@ export function ruleFiles(config: MonitoringConfig): Record<string, string> {
   const files = ruleFileContents(config);
   return {
     [SLO_RULES_PATH]: render(files[SLO_RULES_PATH]!, [
-      `Availability SLO S1: L4/L5/L6 requests not answered not_leader or error, ${config.slo.objective * 100}% over 30 days.`,
+      `Availability SLO S1: L4/L5/L6 requests not answered not_leader or error, ${sloModel(config).objectivePercent} over ${COMPLIANCE_WINDOW}.`,
       'Recording rules per window, then multi-window multi-burn-rate alerts (SRE workbook ch. 5).',
     ]),
     [HEALTH_RULES_PATH]: render(files[HEALTH_RULES_PATH]!, [

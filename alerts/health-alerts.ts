@@ -32,16 +32,18 @@ export const WATCHDOG_ALERT = 'HoldfastWatchdog';
 function storeUnreachable(ctx: RuleContext): AlertingRule {
   const T = ctx.config.thresholds;
   const window = T.storeErrorWindow;
-  const calls = (outcome?: 'error') =>
-    `sum by (${ctx.by}) (rate(${ctx.series(METRICS.lockStoreSeconds, { series: 'count', match: outcome ? { outcome } : undefined })}[${window}]))`;
+  // The SQL store answers not_leader when PostgreSQL refuses connections or is read-only, etcd when it has
+  // no leader: both mean the store cannot serve, like a plain error.
+  const calls = (failed?: true) =>
+    `sum by (${ctx.by}) (rate(${ctx.series(METRICS.lockStoreSeconds, { series: 'count', match: failed ? { outcome: ['not_leader', 'error'] } : undefined })}[${window}]))`;
   const name = 'HoldfastStoreUnreachable';
   return ctx.alert({
     name,
     action: 'page',
-    expr: `${calls('error')}\n/\n${calls()}\n> ${T.storeErrorShare}`,
+    expr: `${calls(true)}\n/\n${calls()}\n> ${T.storeErrorShare}`,
     summary: 'Holdfast cannot reach its store: store calls are failing.',
     description:
-      `{{ $value | humanizePercentage }} of store calls on backend {{ $labels.backend }} failed over the last ${humanDuration(window)} ` +
+      `{{ $value | humanizePercentage }} of store calls on backend {{ $labels.backend }} failed or were refused over the last ${humanDuration(window)} ` +
       `(threshold ${percent(T.storeErrorShare)}, for ${humanDuration(ctx.pending(name))}): PostgreSQL or etcd is down or unreachable, ` +
       `so no lock can be taken, renewed or released. Alerts it causes on this backend are inhibited while it fires.`,
   });

@@ -5,7 +5,6 @@
  */
 import { DashboardBuilder, RowBuilder } from '@grafana/grafana-foundation-sdk/dashboard';
 import { STORE_WRITE_OPS, groupingLabels, humanSeconds, type MonitoringConfig } from '../alerts/config.js';
-import { selector } from '../alerts/promql.js';
 import { sloModel } from '../alerts/slo.js';
 import * as units from '@grafana/grafana-foundation-sdk/units';
 import { datasourceVariable, FILTER, labelVariable, stat, timeseries } from './panels.js';
@@ -22,7 +21,7 @@ export function overviewDashboard(config: MonitoringConfig): DashboardBuilder {
   const { server, sdk, quantile, burnRate } = dashboardQueries(config);
   const fastTier = slo.burnTiers[0]!;
   const slowestPageTier = slo.burnTiers.find((t) => t.action === 'page' && t !== fastTier) ?? fastTier;
-  return new DashboardBuilder('Holdfast — lock service overview')
+  const board = new DashboardBuilder('Holdfast — lock service overview')
     .uid(OVERVIEW_UID)
     .description('Availability SLO S1, traffic, latency, contention, sessions, waits and store health of Holdfast lock servers.')
     .tags(['holdfast', 'locks', 'generated'])
@@ -30,7 +29,10 @@ export function overviewDashboard(config: MonitoringConfig): DashboardBuilder {
     .time({ from: 'now-6h', to: 'now' })
     .timezone('browser')
     .editable()
-    .withVariable(datasourceVariable())
+    .withVariable(datasourceVariable());
+  const fleet = dashboardQueries(config).clusterVariable;
+  if (fleet) board.withVariable(labelVariable(fleet.name, fleet.name, fleet.selector, 'Fleet (cluster) the servers belong to.'));
+  return board
     .withVariable(labelVariable('backend', 'backend', METRICS.lockHeld.name, 'Store backend the servers run on.'))
     .withVariable(
       labelVariable('instance', 'instance', `${METRICS.lockHeld.name}{${FILTER.backend}}`, 'Holdfast server instance (scrape target).'),
@@ -403,7 +405,7 @@ export function overviewDashboard(config: MonitoringConfig): DashboardBuilder {
         decimals: 0,
         queries: [
           {
-            expr: `count by (version, node_version) (${selector(METRICS.holdfastBuildInfo, { raw: [config.jobSelector, FILTER.instance] })})`,
+            expr: `count by (version, node_version) (${dashboardQueries(config).info(METRICS.holdfastBuildInfo)})`,
             legend: '{{version}} on Node {{node_version}}',
           },
         ],

@@ -16,14 +16,15 @@ export function increaseOf(seriesSelector: string): string {
   return `increase(${seriesSelector}[${RATE_INTERVAL}])`;
 }
 
-/** A recorded SLO series (aggregated over instances) filtered by backend. */
-export function recorded(name: string): string {
-  return `${name}{${FILTER.backend}}`;
-}
-
 export interface DashboardQueries {
+  /** A recorded SLO series (aggregated over instances) filtered by backend (and cluster). */
+  recorded(name: string): string;
+  /** The fleet variable (the configured cluster label), when there is one. */
+  readonly clusterVariable?: { name: string; selector: string };
   /** Server metric of the Holdfast job(s), filtered by the `backend` and `instance` variables. */
   server(spec: MetricSpec, series?: HistogramSeries, match?: Record<string, MatchValue>): string;
+  /** A build-info metric (no `backend` label) of the Holdfast job(s), filtered by instance. */
+  info(spec: MetricSpec): string;
   /** SDK metrics come from client processes (other jobs), so only the backend filter applies. */
   sdk(spec: MetricSpec): string;
   quantile(q: number, spec: MetricSpec, by?: readonly string[]): string;
@@ -39,16 +40,24 @@ export interface DashboardQueries {
 
 export function dashboardQueries(config: MonitoringConfig): DashboardQueries {
   const budget = sloModel(config).errorBudget;
+  // A configured cluster label becomes a dashboard variable of the same name, filtering every query.
+  const cluster = config.clusterLabel ? [`${config.clusterLabel}=~"$${config.clusterLabel}"`] : [];
   const server = (spec: MetricSpec, series?: HistogramSeries, match?: Record<string, MatchValue>) =>
-    selector(spec, { series, match, raw: [config.jobSelector, FILTER.backend, FILTER.instance] });
+    selector(spec, { series, match, raw: [config.jobSelector, ...cluster, FILTER.backend, FILTER.instance] });
+  const recorded = (name: string) => `${name}{${[...cluster, FILTER.backend].join(', ')}}`;
   return {
+    recorded,
+    ...(config.clusterLabel
+      ? { clusterVariable: { name: config.clusterLabel, selector: `${METRICS.lockHeld.name}{${config.jobSelector}}` } }
+      : {}),
     server,
-    sdk: (spec) => selector(spec, { raw: [FILTER.backend] }),
+    info: (spec) => selector(spec, { raw: [config.jobSelector, ...cluster, FILTER.instance] }),
+    sdk: (spec) => selector(spec, { raw: [...cluster, FILTER.backend] }),
     quantile(q, spec, by = []) {
       const labels = [...by, 'le'].join(', ');
       return `histogram_quantile(${q}, sum by (${labels}) (${rateOf(server(spec, 'bucket'))}))`;
     },
-    up: `up{${config.jobSelector}, ${FILTER.instance}}`,
+    up: `up{${[config.jobSelector, ...cluster, FILTER.instance].join(', ')}}`,
     budgetRemaining: `1 - ${recorded(RECORDED.errorRatioCompliance)} / ${budget}`,
     availability: `1 - ${recorded(RECORDED.errorRatioCompliance)}`,
     burnRate: (window) => `${recorded(RECORDED.errorRatio(window))} / ${budget}`,

@@ -11,7 +11,7 @@ import { FAST_BURN_ALERT, SLOW_BURN_ALERT } from '../alerts/slo-alerts.js';
 import { COMPLIANCE_WINDOW, RECORDED, sloModel, type SloModel } from '../alerts/slo.js';
 import { BURN_UNIT } from './overview.js';
 import { datasourceVariable, FILTER, labelVariable, stat, stateTimeline, timeseries, type Steps } from './panels.js';
-import { dashboardQueries, recorded } from './queries.js';
+import { dashboardQueries } from './queries.js';
 
 export const SLO_UID = 'holdfast-slo';
 
@@ -26,9 +26,10 @@ export function sloDashboard(config: MonitoringConfig): DashboardBuilder {
   const by = groupingLabels(config).join(', ');
   const legend = groupingLabels(config).map((label) => `{{${label}}}`).join(' ');
   const slo = sloModel(config);
-  const { availability, budgetRemaining, burnRate } = dashboardQueries(config);
+  const { availability, budgetRemaining, burnRate, recorded, clusterVariable } = dashboardQueries(config);
+  const alertFilter = [...(clusterVariable ? [`${clusterVariable.name}=~"$${clusterVariable.name}"`] : []), FILTER.backend].join(', ');
   const burnAlerts = `${FAST_BURN_ALERT}|${SLOW_BURN_ALERT}`;
-  return new DashboardBuilder('Holdfast — availability SLO S1')
+  const board = new DashboardBuilder('Holdfast — availability SLO S1')
     .uid(SLO_UID)
     .description(
       `S1: acquire, renew and release requests not answered not_leader or error, ${slo.objectivePercent} over ${COMPLIANCE_WINDOW}; ` +
@@ -39,7 +40,10 @@ export function sloDashboard(config: MonitoringConfig): DashboardBuilder {
     .time({ from: 'now-7d', to: 'now' })
     .timezone('browser')
     .editable()
-    .withVariable(datasourceVariable())
+    .withVariable(datasourceVariable());
+  const fleet = dashboardQueries(config).clusterVariable;
+  if (fleet) board.withVariable(labelVariable(fleet.name, fleet.name, fleet.selector, 'Fleet (cluster) the servers belong to.'));
+  return board
     .withVariable(labelVariable('backend', 'backend', METRICS.lockHeld.name, 'Store backend the servers run on.'))
     .withRow(new RowBuilder(`Compliance window (${COMPLIANCE_WINDOW})`).id(100))
     .withPanel(
@@ -147,7 +151,7 @@ export function sloDashboard(config: MonitoringConfig): DashboardBuilder {
           unit: units.Short,
           queries: [
             {
-              expr: `max by (alertname, alertstate, ${by}, long_window) (ALERTS{alertname=~"${burnAlerts}", ${FILTER.backend}})`,
+              expr: `max by (alertname, alertstate, ${by}, long_window) (ALERTS{alertname=~"${burnAlerts}", ${alertFilter}})`,
               legend: `{{alertname}} {{long_window}} ${legend} {{alertstate}}`,
             },
           ],

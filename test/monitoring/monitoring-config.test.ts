@@ -106,6 +106,14 @@ describe('monitoring config', () => {
     const overview = files['dashboards/holdfast-overview.json']!;
     expect(overview).toContain('lock_waiters{job=\\"locks\\", namespace=\\"prod\\"');
     expect(overview).not.toContain('job=\\"holdfast\\"');
+    // The cluster label becomes a dashboard variable that every query filters by.
+    for (const path of ['dashboards/holdfast-overview.json', 'dashboards/holdfast-slo.json']) {
+      const board = JSON.parse(files[path]!) as { templating: { list: { name: string }[] }; panels: { targets?: { expr: string }[] }[] };
+      expect(board.templating.list.map((v) => v.name), path).toContain('region');
+      const exprs = board.panels.flatMap((panel) => panel.targets ?? []).map((target) => target.expr);
+      expect(exprs.length, path).toBeGreaterThan(5);
+      expect(exprs.filter((expr) => /lock_|holdfast[:_]|ALERTS|\bup\{/.test(expr) && !expr.includes('region=~"$region"')), path).toEqual([]);
+    }
   });
 
   it('refuses an override with an unknown key, a bad duration, or a for naming no alert', () => {

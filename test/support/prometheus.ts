@@ -35,6 +35,8 @@ export interface PrometheusOptions {
   /** Shorthand: scrape this host:port as job `holdfast` every second. */
   target?: string;
   exemplars?: boolean;
+  /** More command-line flags (e.g. a short `--rules.alert.resend-delay` for alerting tests). */
+  args?: readonly string[];
 }
 
 export async function startPrometheus(options: PrometheusOptions): Promise<RunningPrometheus> {
@@ -58,6 +60,7 @@ export async function startPrometheus(options: PrometheusOptions): Promise<Runni
       '--storage.tsdb.retention.time=1h',
       '--log.level=warn',
       ...(options.exemplars ? ['--enable-feature=exemplar-storage'] : []),
+      ...(options.args ?? []),
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
