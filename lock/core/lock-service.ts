@@ -19,7 +19,6 @@ import type {
   LockInfo,
   LockOutcome,
   Page,
-  SessionEndCause,
   SessionInfo,
 } from '../../contract/records.js';
 import {
@@ -34,8 +33,7 @@ import {
   type SessionRefusal,
   type WaitResult,
 } from '../store/spi.js';
-import type { EventContext, EventLog } from '../../exporter/events.js';
-import type { ServerMetrics } from '../../exporter/server-metrics.js';
+import type { EventContext, LockEvents } from '../../contract/lock-events.js';
 import type { WaitOutcome } from '../../contract/metric-table.js';
 import { ActivityWindow } from './activity-window.js';
 import { systemClock, type Clock, type RandomSource } from './clock.js';
@@ -54,6 +52,8 @@ export interface LockServiceOptions {
   maxWaitsPerSession?: number;
   /** The sealer the store seals with: verification checks links with the same key. */
   auditSealer?: AuditSealer;
+  /** The window the admin summary reads (shared with the telemetry that counts into it). */
+  activity?: ActivityWindow;
 }
 
 export interface SessionView {
@@ -89,8 +89,8 @@ export class LockService {
 
   constructor(
     readonly store: LockStore,
-    private readonly metrics: ServerMetrics,
-    private readonly events: EventLog,
+    /** Every fact, reported once (exporter/lock-telemetry.ts fans it out to metrics, activity and the log). */
+    private readonly events: LockEvents,
     options: LockServiceOptions = {},
   ) {
     this.clock = options.clock ?? systemClock;
@@ -102,9 +102,7 @@ export class LockService {
     this.pollMaxMillis = options.pollMaxMillis ?? 500;
     this.auditSealer = options.auditSealer ?? createAuditSealer();
     this.maxWaitsPerSession = options.maxWaitsPerSession ?? 32;
-    this.activity = new ActivityWindow(() => this.clock.now());
-    metrics.setGaugeSource('lockWaiters', () => this.waiters.total());
-    metrics.setGaugeSource('lockDeadlockCycles', () => this.waiters.deadlockCycles());
+    this.activity = options.activity ?? new ActivityWindow(() => this.clock.now());
   }
 
   get backend() {
@@ -121,7 +119,7 @@ export class LockService {
       ttlMillis: input.ttlMillis,
       tokenHash: hashSessionToken(sessionToken),
     });
-    this.events.emit('session_opened', ctx, { sessionId: session.sessionId, owner: session.owner, ttlMillis: session.ttlMillis });
+    this.events.sessionOpened(ctx, { sessionId: session.sessionId, owner: session.owner, ttlMillis: session.ttlMillis });
     return { sessionId: session.sessionId, sessionToken, owner: session.owner, ttlMillis: session.ttlMillis, expiresAt: session.expiresAt };
   }
 
@@ -141,7 +139,7 @@ export class LockService {
     const { ended, audit } = await this.store.killSession(sessionId, { actor, reason, requestId: ctx.requestId });
     if (ended) this.sessionEnded(ended, ctx);
     const outcome = ended ? 'KILLED' : 'NOT_FOUND';
-    this.events.emit('session_killed', ctx, { sessionId, actor, reason, outcome, auditId: audit.id, auditHeadHash: audit.hash });
+    this.events.sessionKilled(ctx, { sessionId, actor, reason, outcome, auditId: audit.id, auditHeadHash: audit.hash });
     return { sessionId, outcome, releasedLocks: ended?.releasedLocks.length ?? 0, auditId: audit.id };
   }
 
@@ -169,7 +167,7 @@ export class LockService {
     for (;;) {
       const expired = await this.store.expireLocks(batch);
       for (const lock of expired) {
-        this.events.emit('lock_expired', ctx, { key: lock.key, sessionId: lock.sessionId, fencingToken: lock.fencingToken, cause: 'ttl' });
+        this.events.expired(ctx, { key: lock.key, sessionId: lock.sessionId, fencingToken: lock.fencingToken });
         this.waiters.keyReleased(lock.key);
       }
       locks += expired.length;
@@ -244,7 +242,7 @@ export class LockService {
           outcome = wait.outcome;
           if (wait.outcome === 'fallback') {
             usedFallback = true;
-            this.events.emit('wait_fallback', ctx, { key: req.key, cause: wait.cause });
+            this.events.waitFellBack(ctx, { key: req.key, cause: wait.cause });
             outcome = await this.pollDelay(waiter, seen, polls++, deadline - this.clock.now(), waitAbort);
           }
         } else {
@@ -270,7 +268,7 @@ export class LockService {
     const result = await this.store.renew(req);
     if (result.kind === 'renewed') return toGrant(result.lock);
     if (result.kind !== 'lost') throw refused(result, req.session.sessionId);
-    this.events.emit('lock_lost', ctx, { key: req.key, sessionId: req.session.sessionId, fencingToken: req.fencingToken, op: 'renew' });
+    this.events.lost(ctx, { key: req.key, sessionId: req.session.sessionId, fencingToken: req.fencingToken, op: 'renew' });
     throw new LockLostError(req.key);
   }
 
@@ -280,13 +278,13 @@ export class LockService {
   ): Promise<{ key: string; released: true }> {
     const result = await this.store.release(req);
     if (result.kind === 'lost') {
-      this.events.emit('lock_lost', ctx, { key: req.key, sessionId: req.session.sessionId, fencingToken: req.fencingToken, op: 'release' });
+      this.events.lost(ctx, { key: req.key, sessionId: req.session.sessionId, fencingToken: req.fencingToken, op: 'release' });
       throw new LockLostError(req.key);
     }
     if (result.kind !== 'released') throw refused(result, req.session.sessionId);
     const { lock } = result;
     this.waiters.keyReleased(req.key);
-    this.events.emit('lock_released', ctx, {
+    this.events.released(ctx, {
       key: lock.key,
       sessionId: lock.sessionId,
       fencingToken: lock.fencingToken,
@@ -316,10 +314,7 @@ export class LockService {
       audit: { actor, reason: req.reason, requestId: ctx.requestId },
     });
     if (result.revoked) this.waiters.keyReleased(req.key);
-    const metricOutcome = ({ REVOKED: 'revoked', NOT_HELD: 'not_held', TOKEN_MISMATCH: 'token_mismatch' } as const)[result.outcome];
-    this.metrics.inc('lockForceRevokeTotal', { outcome: metricOutcome });
-    this.activity.record(`force_revoke:${metricOutcome}`);
-    this.events.emit('lock_force_revoked', ctx, {
+    this.events.forceRevoked(ctx, {
       key: req.key,
       actor,
       reason: req.reason,
@@ -356,7 +351,7 @@ export class LockService {
 
   private granted(grant: LockGrant, owner: string, existing: boolean, waitedMillis: number, ctx: EventContext): LockGrant {
     if (!existing) {
-      this.events.emit('lock_granted', ctx, {
+      this.events.granted(ctx, {
         key: grant.key,
         sessionId: grant.sessionId,
         owner,
@@ -376,9 +371,7 @@ export class LockService {
   ): LockContendedError | ContentionExceededError {
     const verdict = this.budget.charge(req.sessionId);
     if (!verdict.ok) return this.contentionExceeded(req, verdict.scope, verdict.retryAfterSeconds, ctx, holder);
-    this.metrics.inc('lockContentionTotal', { reason: 'contended' });
-    this.activity.record('contention:contended');
-    this.events.emit('lock_contended', ctx, {
+    this.events.contended(ctx, {
       key: req.key,
       sessionId: req.sessionId,
       holderSessionId: holder?.sessionId ?? null,
@@ -394,9 +387,7 @@ export class LockService {
     ctx: EventContext,
     holder: HeldLock | null = null,
   ): ContentionExceededError {
-    this.metrics.inc('lockContentionTotal', { reason: 'exceeded' });
-    this.activity.record('contention:exceeded');
-    this.events.emit('lock_contended', ctx, {
+    this.events.contended(ctx, {
       key: req.key,
       sessionId: req.sessionId,
       holderSessionId: holder?.sessionId ?? null,
@@ -440,25 +431,15 @@ export class LockService {
   }
 
   private recordWait(outcome: WaitOutcome, startedAt: number): void {
-    this.metrics.observe('lockWaitSeconds', { outcome }, (this.clock.now() - startedAt) / 1000);
+    this.events.waitEnded({ outcome, seconds: (this.clock.now() - startedAt) / 1000 });
   }
 
   private sessionEnded(ended: EndedSession, ctx: EventContext): void {
     const { session, cause } = ended;
     this.waiters.sessionEnded(session.sessionId);
     this.budget.forget(session.sessionId);
-    this.metrics.inc('lockSessionExpiredTotal', { cause });
-    this.activity.record(`session_expired:${cause}`);
-    this.events.emit('session_expired', ctx, { sessionId: session.sessionId, owner: session.owner, cause });
-    for (const lock of ended.releasedLocks) {
-      this.events.emit('lock_expired', ctx, {
-        key: lock.key,
-        sessionId: lock.sessionId,
-        fencingToken: lock.fencingToken,
-        cause: LOCK_CAUSE_OF_SESSION_END[cause],
-      });
-      this.waiters.keyReleased(lock.key);
-    }
+    this.events.sessionEnded(ctx, { sessionId: session.sessionId, owner: session.owner, cause, releasedLocks: ended.releasedLocks });
+    for (const lock of ended.releasedLocks) this.waiters.keyReleased(lock.key);
   }
 
   private toInfo(key: string, lock: HeldLock | null): LockInfo {
@@ -476,12 +457,6 @@ export class LockService {
     };
   }
 }
-
-const LOCK_CAUSE_OF_SESSION_END: Record<SessionEndCause, 'session_ttl' | 'session_closed' | 'session_killed'> = {
-  ttl: 'session_ttl',
-  closed: 'session_closed',
-  killed: 'session_killed',
-};
 
 function refused(refusal: SessionRefusal, sessionId: string): SessionNotFoundError | UnauthenticatedError {
   return refusal.kind === 'session_not_found'
