@@ -62,6 +62,9 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
     },
   });
 
+  // Release feed and fleet registry before the first request: waits wake on releases from any instance.
+  await service.start();
+
   let localTokenFile: string | undefined;
   let tokensFile = config.HOLDFAST_ADMIN_TOKENS_FILE;
   if (!tokensFile && rawStore.backend === 'embedded') {
@@ -102,6 +105,7 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
         await app.close();
         storeGauges.stop();
         await sweeper.stop();
+        await service.stop();
         await store.close();
       })();
       return stopping;
