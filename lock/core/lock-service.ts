@@ -169,6 +169,11 @@ export class LockService {
     await this.fleet?.stop();
   }
 
+  /** False while the release feed is down (waits poll) or when the store has none. */
+  get releaseFeedUp(): boolean {
+    return this.feedUp;
+  }
+
   /** Waiting acquires: fleet-wide when the store keeps wait state, else on this instance. */
   async waiterTotal(): Promise<number> {
     return this.fleetStore ? this.fleetStore.totalWaiters() : this.waiters.total();

@@ -52,6 +52,8 @@ export class PgListener {
         connectionTimeoutMillis: this.options.connectTimeoutMillis ?? 1500,
         query_timeout: 2000,
         keepAlive: true,
+        // Operators (and tests) can tell it apart in pg_stat_activity.
+        application_name: 'holdfast-listener',
       });
       let lose!: (cause: string) => void;
       const lost = new Promise<string>((resolve) => (lose = resolve));
