@@ -50,4 +50,8 @@ export interface LockEvents {
   waitEnded(fact: { outcome: WaitOutcome; seconds: number }): void;
   /** The store's release notification failed and this wait polls instead. */
   waitFellBack(ctx: EventContext, fact: { key: string; cause: string }): void;
+  /** A wait closed a wait-for cycle and was chosen as the victim. */
+  deadlockDetected(ctx: EventContext, fact: { sessions: string[]; keys: string[]; victimSessionId: string; key: string }): void;
+  /** The fleet coordinator's periodic check failed (it retries on its own). */
+  fleetCheckFailed(ctx: EventContext, fact: { message: string }): void;
 }

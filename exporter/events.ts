@@ -20,6 +20,8 @@ export interface EventFields {
   /** `auditHeadHash`: the chain head after this entry, so an external log holds it too. */
   session_killed: { sessionId: string; actor: string; reason: string; outcome: string; auditId: string; auditHeadHash: string };
   wait_fallback: { key: string; cause: string };
+  /** A wait-for cycle broken by answering its youngest wait (`victimSessionId` on `key`) 409 DEADLOCK_DETECTED. */
+  deadlock_detected: { sessions: string[]; keys: string[]; victimSessionId: string; key: string };
   /** Operational events beyond the brief's table (C4 lists them). */
   server_started: { port: number; store: BackendName };
   server_stopping: { signal: string };
@@ -40,6 +42,7 @@ export const EVENT_LEVELS: Record<EventName, 'info' | 'warn' | 'error' | 'debug'
   lock_force_revoked: 'warn',
   session_killed: 'warn',
   wait_fallback: 'warn',
+  deadlock_detected: 'warn',
   server_started: 'info',
   server_stopping: 'info',
   request_failed: 'error',

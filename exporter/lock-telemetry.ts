@@ -68,5 +68,11 @@ export function createLockTelemetry(deps: { metrics: ServerMetrics; log: EventLo
     waitFellBack(ctx, fact) {
       log.emit('wait_fallback', ctx, fact);
     },
+    deadlockDetected(ctx, fact) {
+      log.emit('deadlock_detected', ctx, fact);
+    },
+    fleetCheckFailed(ctx, fact) {
+      log.emit('sweep_failed', ctx, fact);
+    },
   };
 }

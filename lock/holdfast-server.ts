@@ -69,8 +69,10 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
     },
   });
 
-  metrics.setGaugeSource('lockWaiters', () => service.waiters.total());
-  metrics.setGaugeSource('lockDeadlockCycles', () => service.waiters.deadlockCycles());
+  metrics.setGaugeSource('lockWaiters', () => service.waiterTotal());
+  metrics.setGaugeSource('lockDeadlockCycles', () => service.deadlockCycles());
+  // Release feed and fleet registry before the first request: waits wake on releases from any instance.
+  await service.start();
 
   let localTokenFile: string | undefined;
   let tokensFile = config.HOLDFAST_ADMIN_TOKENS_FILE;
@@ -114,6 +116,7 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
         await app.close();
         storeGauges.stop();
         await sweeper.stop();
+        await service.stop();
         await store.close();
       })();
       return stopping;

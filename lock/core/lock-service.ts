@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { createAuditSealer, verifyAuditChain, type AuditSealer, type ChainVerification } from '../audit/chain.js';
 import {
   ContentionExceededError,
+  DeadlockDetectedError,
   LockContendedError,
   LockLostError,
   SessionNotFoundError,
@@ -22,12 +23,16 @@ import type {
   SessionInfo,
 } from '../../contract/records.js';
 import {
+  hasFleetWaitState,
+  hasReleaseFeed,
   hasReleaseWaiter,
   type AuditHead,
   type AuditQuery,
   type EndedSession,
   type HeldLock,
+  type FleetWaitState,
   type LockStore,
+  type ReleaseFeed,
   type ReleaseWaiter,
   type SessionCredential,
   type SessionRefusal,
@@ -39,6 +44,7 @@ import { ActivityWindow } from './activity-window.js';
 import { systemClock, type Clock, type RandomSource } from './clock.js';
 import { hashSessionToken, newSessionToken } from './session-token.js';
 import { ContentionBudget, DEFAULT_CONTENTION_BUDGET, type ContentionBudgetConfig } from './contention-budget.js';
+import { FleetCoordinator, type FleetOptions } from './fleet.js';
 import { WaiterRegistry, type Waiter } from './waiters.js';
 
 export interface LockServiceOptions {
@@ -54,6 +60,10 @@ export interface LockServiceOptions {
   auditSealer?: AuditSealer;
   /** The window the admin summary reads (shared with the telemetry that counts into it). */
   activity?: ActivityWindow;
+  /** Fleet-wide wait state and deadlock checks (stores with FleetWaitState). */
+  fleet?: FleetOptions;
+  /** With a healthy ReleaseFeed, a parked wait still re-tries this often (a missed notification costs at most this). */
+  feedRecheckMillis?: number;
 }
 
 export interface SessionView {
@@ -74,6 +84,8 @@ export interface KillOutcome {
 
 /** A floor under every poll delay so a jittered draw near zero cannot become a busy loop. */
 const POLL_FLOOR_MILLIS = 10;
+/** A conservative default: a notification is lost only in a narrow race (see ReleaseFeed in spi.ts). */
+const FEED_RECHECK_MILLIS = 1000;
 
 export class LockService {
   readonly waiters = new WaiterRegistry();
@@ -86,6 +98,14 @@ export class LockService {
   private readonly pollMaxMillis: number;
   private readonly auditSealer: AuditSealer;
   private readonly maxWaitsPerSession: number;
+  private readonly releaseFeed: ReleaseFeed | null;
+  private readonly fleetStore: FleetWaitState | null;
+  /** This instance's part in the fleet (instance registry, deadlock checks), when the store keeps wait state. */
+  readonly fleet: FleetCoordinator | null;
+  private feedUp = false;
+  private feedDownCause = 'release feed not started';
+  private unsubscribeFeed: (() => void) | null = null;
+  private readonly feedRecheckMillis: number;
 
   constructor(
     readonly store: LockStore,
@@ -98,11 +118,68 @@ export class LockService {
     this.budget = new ContentionBudget(options.contentionBudget ?? DEFAULT_CONTENTION_BUDGET, this.clock);
     // Detected once, at wiring: core never asks per call what the store can do.
     this.releaseWaiter = hasReleaseWaiter(store) ? store : null;
+    this.releaseFeed = !this.releaseWaiter && hasReleaseFeed(store) ? store : null;
+    this.fleetStore = hasFleetWaitState(store) ? store : null;
+    this.feedRecheckMillis = options.feedRecheckMillis ?? FEED_RECHECK_MILLIS;
     this.pollBaseMillis = options.pollBaseMillis ?? 25;
     this.pollMaxMillis = options.pollMaxMillis ?? 500;
     this.auditSealer = options.auditSealer ?? createAuditSealer();
     this.maxWaitsPerSession = options.maxWaitsPerSession ?? 32;
     this.activity = options.activity ?? new ActivityWindow(() => this.clock.now());
+    this.fleet = hasFleetWaitState(store)
+      ? new FleetCoordinator(
+          store,
+          this.waiters,
+          {
+            liveInstances: (count) => this.budget.setInstanceCount(count),
+            checkFailed: (error) => this.events.fleetCheckFailed({ requestId: 'fleet-check' }, { message: `fleet check: ${error.message}` }),
+          },
+          options.fleet,
+        )
+      : null;
+  }
+
+  /**
+   * Starts what runs beside requests: the release feed (waits wake on releases anywhere in the
+   * fleet) and the fleet coordinator. Without start() waits poll, as on a store without either.
+   */
+  async start(): Promise<void> {
+    if (this.releaseFeed) {
+      this.unsubscribeFeed = await this.releaseFeed.subscribeReleases({
+        released: (keys) => {
+          for (const key of keys) this.waiters.keyReleased(key);
+        },
+        health: (up, cause) => {
+          this.feedUp = up;
+          if (!up) this.feedDownCause = cause;
+          // Down: parked waits switch to polling now. Up again: releases in between were missed.
+          this.waiters.wakeAll();
+        },
+      });
+    }
+    await this.fleet?.start();
+  }
+
+  async stop(): Promise<void> {
+    this.unsubscribeFeed?.();
+    this.unsubscribeFeed = null;
+    this.feedUp = false;
+    await this.fleet?.stop();
+  }
+
+  /** False while the release feed is down (waits poll) or when the store has none. */
+  get releaseFeedUp(): boolean {
+    return this.feedUp;
+  }
+
+  /** Waiting acquires: fleet-wide when the store keeps wait state, else on this instance. */
+  async waiterTotal(): Promise<number> {
+    return this.fleetStore ? this.fleetStore.totalWaiters() : this.waiters.total();
+  }
+
+  /** Cycles in the wait-for graph: fleet-wide when the store keeps wait state, else this instance's. */
+  async deadlockCycles(): Promise<number> {
+    return this.fleet ? this.fleet.deadlockCycles() : this.waiters.deadlockCycles();
   }
 
   get backend() {
@@ -164,6 +241,7 @@ export class LockService {
       sessions += ended.length;
       if (ended.length < batch) break;
     }
+    if (this.fleetStore) await this.fleetStore.expireInstances(batch);
     for (;;) {
       const expired = await this.store.expireLocks(batch);
       for (const lock of expired) {
@@ -210,7 +288,7 @@ export class LockService {
     // Registered before the first try, so a release landing between a failed try and the wait still wakes it.
     const waiter = this.waiters.register(req.key, sessionId, null);
     const deadline = startedAt + req.waitMillis;
-    const waitAbort = AbortSignal.any([waiter.sessionEnded.signal, ...(signal ? [signal] : [])]);
+    const waitAbort = AbortSignal.any([waiter.sessionEnded.signal, waiter.deadlockVictim.signal, ...(signal ? [signal] : [])]);
     let usedFallback = false;
     let waited = false;
     let polls = 0;
@@ -224,6 +302,13 @@ export class LockService {
         }
         if (result.kind !== 'held') throw refused(result, sessionId);
         waiter.holderSessionId = result.holder.sessionId;
+        if (this.fleetStore && this.fleet && !waiter.recordedInStore) {
+          // Recorded before waiting, then tried once more: a release that landed between the failed
+          // try and the record announced nothing (the store only announces keys with recorded waits).
+          waiter.recordedInStore = true;
+          await this.fleetStore.beginWait({ waitId: waiter.waitId, sessionId, key: req.key, instanceId: this.fleet.instanceId });
+          continue;
+        }
         const remaining = deadline - this.clock.now();
         if (remaining <= 0) {
           if (waited) this.recordWait(usedFallback ? 'fallback' : 'deadline', startedAt);
@@ -245,8 +330,20 @@ export class LockService {
             this.events.waitFellBack(ctx, { key: req.key, cause: wait.cause });
             outcome = await this.pollDelay(waiter, seen, polls++, deadline - this.clock.now(), waitAbort);
           }
+        } else if (this.releaseFeed && this.feedUp) {
+          outcome = await this.feedDelay(waiter, seen, remaining, waitAbort);
         } else {
+          if (this.releaseFeed && !usedFallback) {
+            // The feed is down (re-listening): this wait polls, counted apart.
+            usedFallback = true;
+            this.events.waitFellBack(ctx, { key: req.key, cause: this.feedDownCause });
+          }
           outcome = await this.pollDelay(waiter, seen, polls++, remaining, waitAbort);
+        }
+        if (waiter.deadlock) {
+          this.recordWait('aborted', startedAt);
+          this.events.deadlockDetected(ctx, { ...waiter.deadlock, victimSessionId: sessionId, key: req.key });
+          throw new DeadlockDetectedError(req.key, waiter.deadlock);
         }
         if (waiter.sessionEnded.signal.aborted) throw new SessionNotFoundError(sessionId);
         if (outcome === 'aborted') {
@@ -257,6 +354,9 @@ export class LockService {
       }
     } finally {
       this.waiters.unregister(waiter);
+      // Not awaited: the answer need not wait for the bookkeeping. A row left behind by a failure
+      // goes with its session or instance.
+      if (waiter.recordedInStore) this.fleetStore?.endWait(waiter.waitId).catch(() => {});
     }
   }
 
@@ -294,13 +394,20 @@ export class LockService {
   }
 
   async readLock(key: string): Promise<LockInfo> {
-    const lock = await this.store.readLock(key);
-    return this.toInfo(key, lock);
+    const [lock, counts] = await Promise.all([this.store.readLock(key), this.waiterCounts([key])]);
+    return this.toInfo(key, lock, counts);
   }
 
   async listLocks(query: { prefix?: string; limit: number; cursor?: string }): Promise<Page<LockInfo>> {
     const page = await this.store.listLocks(query);
-    return { items: page.items.map((lock) => this.toInfo(lock.key, lock)), nextCursor: page.nextCursor };
+    const counts = await this.waiterCounts(page.items.map((lock) => lock.key));
+    return { items: page.items.map((lock) => this.toInfo(lock.key, lock, counts)), nextCursor: page.nextCursor };
+  }
+
+  /** Waiters per key: fleet-wide from the store's wait state, else this instance's. */
+  private async waiterCounts(keys: string[]): Promise<Map<string, number>> {
+    if (this.fleetStore) return this.fleetStore.waiterCounts(keys);
+    return new Map(keys.map((key) => [key, this.waiters.count(key)]));
   }
 
   async forceRevoke(
@@ -430,6 +537,32 @@ export class LockService {
     return delay >= remaining ? 'deadline' : 'released';
   }
 
+  /**
+   * Parked until a release of the key reaches this instance (the feed fans releases from every
+   * instance out to local waiters), re-checking now and then in case a notification was missed.
+   */
+  private async feedDelay(waiter: Waiter, releasesSeen: number, remaining: number, signal: AbortSignal): Promise<WaitOutcome> {
+    if (remaining <= 0) return 'deadline';
+    const delay = Math.min(remaining, this.feedRecheckMillis);
+    const done = new AbortController();
+    const both = AbortSignal.any([signal, done.signal]);
+    let released = false;
+    try {
+      await Promise.race([
+        this.clock.sleep(delay, both),
+        waiter.releasedSince(releasesSeen, both).then(() => {
+          released = !both.aborted;
+        }),
+      ]);
+    } catch {
+      // sleep rejects only on abort
+    } finally {
+      done.abort();
+    }
+    if (signal.aborted) return 'aborted';
+    return released || delay < remaining ? 'released' : 'deadline';
+  }
+
   private recordWait(outcome: WaitOutcome, startedAt: number): void {
     this.events.waitEnded({ outcome, seconds: (this.clock.now() - startedAt) / 1000 });
   }
@@ -442,8 +575,8 @@ export class LockService {
     for (const lock of ended.releasedLocks) this.waiters.keyReleased(lock.key);
   }
 
-  private toInfo(key: string, lock: HeldLock | null): LockInfo {
-    const waiterCount = this.waiters.count(key);
+  private toInfo(key: string, lock: HeldLock | null, counts: Map<string, number>): LockInfo {
+    const waiterCount = counts.get(key) ?? 0;
     if (!lock) return { key, held: false, waiterCount };
     return {
       key,

@@ -16,7 +16,13 @@ import type {
   AuditHead,
   AuditQuery,
   CloseSessionResult,
+  DeadlockVerdict,
   EndedLock,
+  FleetWaitState,
+  InstancePublication,
+  ReleaseFeed,
+  ReleaseFeedListener,
+  WaitEdge,
   EndedSession,
   ForceRevokeResult,
   HeartbeatResult,
@@ -35,6 +41,7 @@ import type {
 import type { Queryable, Row, SqlDatabase } from './queryable.js';
 import { decodeCursor, encodeCursor } from '../cursor.js';
 import { migrate } from './schema.js';
+import { SqlFleet } from './sql-fleet.js';
 import { StatementBatcher } from './statement-batcher.js';
 import { acquireInRounds, type AcquireRequest, type AcquireRow } from './acquire-batch.js';
 
@@ -70,9 +77,10 @@ export interface SqlLockStoreOptions {
   sealer?: AuditSealer;
 }
 
-export class SqlLockStore implements LockStore {
+export class SqlLockStore implements LockStore, ReleaseFeed, FleetWaitState {
   private readonly releases = new StatementBatcher((batch: ReleaseRequest[]) => this.releaseBatch(batch));
   private readonly acquires = new StatementBatcher((batch: AcquireRequest[]) => this.acquireBatch(batch));
+  private readonly fleet: SqlFleet;
   private readonly sealer: AuditSealer;
 
   constructor(
@@ -81,6 +89,7 @@ export class SqlLockStore implements LockStore {
     options: SqlLockStoreOptions = {},
   ) {
     this.sealer = options.sealer ?? createAuditSealer();
+    this.fleet = new SqlFleet(db);
   }
 
   async init(): Promise<void> {
@@ -424,6 +433,56 @@ export class SqlLockStore implements LockStore {
       activeSessions: Number(rows[0]!.sessions),
       oldestHeldMillis: Math.max(0, Number(rows[0]!.oldest)),
     };
+  }
+
+  // ---- fleet (sql-fleet.ts) -------------------------------------------------
+
+  subscribeReleases(listener: ReleaseFeedListener): Promise<() => void> {
+    return this.fleet.subscribeReleases(listener);
+  }
+
+  heartbeatInstance(req: { instanceId: string; ttlMillis: number; published?: unknown }): Promise<{ liveInstances: number; joined: boolean }> {
+    return this.guard(() => this.fleet.heartbeatInstance(req));
+  }
+
+  leaveFleet(instanceId: string): Promise<void> {
+    return this.guard(() => this.fleet.leaveFleet(instanceId));
+  }
+
+  expireInstances(limit: number): Promise<number> {
+    return this.guard(() => this.fleet.expireInstances(limit));
+  }
+
+  instancePublications(): Promise<InstancePublication[]> {
+    return this.guard(() => this.fleet.instancePublications());
+  }
+
+  beginWait(req: { waitId: string; sessionId: string; key: string; instanceId: string }): Promise<void> {
+    return this.guard(() => this.fleet.beginWait(req));
+  }
+
+  endWait(waitId: string): Promise<void> {
+    return this.guard(() => this.fleet.endWait(waitId));
+  }
+
+  waiterCounts(keys: readonly string[]): Promise<Map<string, number>> {
+    return this.guard(() => this.fleet.waiterCounts(keys));
+  }
+
+  totalWaiters(): Promise<number> {
+    return this.guard(() => this.fleet.totalWaiters());
+  }
+
+  waitForEdges(limit: number): Promise<WaitEdge[]> {
+    return this.guard(() => this.fleet.waitForEdges(limit));
+  }
+
+  resolveDeadlocks(limit: number, decide: (edges: readonly WaitEdge[]) => DeadlockVerdict[]): Promise<DeadlockVerdict[] | null> {
+    return this.guard(() => this.fleet.resolveDeadlocks(limit, decide));
+  }
+
+  deadlockVictims(instanceId: string): Promise<DeadlockVerdict[]> {
+    return this.guard(() => this.fleet.deadlockVictims(instanceId));
   }
 
   // ---- internals ----------------------------------------------------------
