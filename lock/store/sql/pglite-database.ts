@@ -1,4 +1,4 @@
-import { PGlite, types as pgliteTypes } from '@electric-sql/pglite';
+import { PGlite, types as pgliteTypes, type PGliteOptions } from '@electric-sql/pglite';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.js';
 import { makeOwnerOnly, ownerOnlyUmask } from './private-files.js';
 import type { Queryable, Row, SqlDatabase } from './queryable.js';
@@ -23,7 +23,11 @@ export class PgliteDatabase implements SqlDatabase {
    * `ownerDir`: the directory the server owns (HOLDFAST_DATA_DIR, holding `dataDir`): locked
    * before PGlite opens anything and made owner-only; defaults to `dataDir` itself.
    */
-  static async open(dataDir?: string, template?: Blob, options: { ownerDir?: string } = {}): Promise<PgliteDatabase> {
+  static async open(
+    dataDir?: string,
+    template?: Blob,
+    options: { ownerDir?: string; pglite?: Pick<PGliteOptions, 'initialMemory' | 'startParams'> } = {},
+  ): Promise<PgliteDatabase> {
     const ownerDir = options.ownerDir ?? dataDir;
     // One owner per directory, taken before PGlite touches it (throws DataDirInUseError).
     const dirLock = ownerDir ? await lockDataDir(ownerDir) : null;
@@ -32,6 +36,7 @@ export class PgliteDatabase implements SqlDatabase {
       const db = await PGlite.create({
         ...(dataDir ? { dataDir } : {}),
         ...(template ? { loadDataDir: template } : {}),
+        ...options.pglite,
         parsers: { [pgliteTypes.INT8]: (value: string) => Number(value) },
       });
       if (ownerDir) await makeOwnerOnly(ownerDir);
