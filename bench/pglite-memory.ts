@@ -18,22 +18,26 @@ const gucs = (...pairs: string[]) => [...DEFAULT_PARAMS, ...pairs.flatMap((p) =>
 export const CONFIGS: Record<string, { initialMemory?: number; startParams?: string[] }> = {
   default: {},
   'shared_buffers=16MB': { startParams: gucs('shared_buffers=16MB') },
-  'initialMemory=64MB': { initialMemory: 64 * 1024 * 1024 },
-  'initialMemory=64MB,shared_buffers=16MB': { initialMemory: 64 * 1024 * 1024, startParams: gucs('shared_buffers=16MB') },
-  'initialMemory=64MB,shared_buffers=8MB,wal_buffers=1MB,work_mem=1MB,temp_buffers=1MB': {
-    initialMemory: 64 * 1024 * 1024,
-    startParams: gucs('shared_buffers=8MB', 'wal_buffers=1MB', 'work_mem=1MB', 'temp_buffers=1MB'),
+  'shared_buffers=8MB': { startParams: gucs('shared_buffers=8MB') },
+  'shared_buffers=8MB,wal_buffers=1MB,work_mem=1MB,temp_buffers=1MB,maintenance_work_mem=4MB': {
+    startParams: gucs('shared_buffers=8MB', 'wal_buffers=1MB', 'work_mem=1MB', 'temp_buffers=1MB', 'maintenance_work_mem=4MB'),
   },
+  'shared_buffers=32MB': { startParams: gucs('shared_buffers=32MB') },
 };
 
 const mb = () => Math.round(process.memoryUsage().rss / 1048576);
 
 async function child(name: string) {
-  const dir = mkdtempSync(path.join(tmpdir(), 'holdfast-mem-'));
+  const dir = process.argv[4] ?? mkdtempSync(path.join(tmpdir(), 'holdfast-mem-'));
   try {
+    // A server restarting on its data dir (initdb ran before, in another process).
+    if (process.argv[3] !== 'fresh') {
+      execFileSync('node', ['--import', 'tsx', 'bench/pglite-memory.ts', name, 'fresh', dir], { stdio: 'ignore' });
+    }
     const db = await PgliteDatabase.open(path.join(dir, 'pgdata'), undefined, { ownerDir: dir, pglite: CONFIGS[name]! });
     const store = new SqlLockStore(db, 'embedded');
     await store.init();
+    if (process.argv[3] === 'fresh') return void (await store.close());
     globalThis.gc?.();
     const idle = mb();
     const sessions = [];
@@ -45,11 +49,12 @@ async function child(name: string) {
     await Promise.all(opened.slice(0, 2500).map((s, i) => store.tryAcquire({ key: `jobs/${i}`, session: s, ttlMillis: 600_000 })));
     globalThis.gc?.();
     const loaded = mb();
+    const buffers = await db.query<{ setting: string; unit: string }>(`SELECT setting, unit FROM pg_settings WHERE name = 'shared_buffers'`);
     const heap = Math.round(process.memoryUsage().arrayBuffers / 1048576);
-    console.log(JSON.stringify({ name, idleRssMb: idle, loadedRssMb: loaded, arrayBuffersMb: heap }));
+    console.log(JSON.stringify({ name, idleRssMb: idle, loadedRssMb: loaded, arrayBuffersMb: heap, sharedBuffers: `${buffers[0]?.setting}x${buffers[0]?.unit}` }));
     await store.close();
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    if (process.argv[3] !== 'fresh') rmSync(dir, { recursive: true, force: true });
   }
 }
 

@@ -48,6 +48,7 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
   const storeGauges = refreshStoreGauges(() => store.summary());
   metrics.setGaugeSource('lockHeld', async () => (await storeGauges.latest()).heldLocks);
   metrics.setGaugeSource('lockSessionsActive', async () => (await storeGauges.latest()).activeSessions);
+  metrics.setGaugeSource('lockSweepLagSeconds', async () => ((await storeGauges.latest()).sweepLagMillis ?? 0) / 1000);
 
   const service = new LockService(store, metrics, events, {
     ...(options.clock ? { clock: options.clock } : {}),

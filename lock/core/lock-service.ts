@@ -9,6 +9,7 @@ import {
   ContentionExceededError,
   LockContendedError,
   LockLostError,
+  NotLeaderError,
   SessionNotFoundError,
   UnauthenticatedError,
 } from '../errors.js';
@@ -27,6 +28,7 @@ import {
   type AuditHead,
   type AuditQuery,
   type EndedSession,
+  type HeartbeatResult,
   type HeldLock,
   type LockStore,
   type ReleaseWaiter,
@@ -126,7 +128,15 @@ export class LockService {
   }
 
   async heartbeat(credential: SessionCredential): Promise<{ sessionId: string; expiresAt: number }> {
-    const result = await this.store.heartbeat(credential);
+    // A counter, not a log line: heartbeats are the steady load (every session, every few seconds).
+    let result: HeartbeatResult;
+    try {
+      result = await this.store.heartbeat(credential);
+    } catch (error) {
+      this.metrics.inc('lockHeartbeatTotal', { outcome: error instanceof NotLeaderError ? 'not_leader' : 'error' });
+      throw error;
+    }
+    this.metrics.inc('lockHeartbeatTotal', { outcome: result.kind });
     if (result.kind !== 'alive') throw refused(result, credential.sessionId);
     return { sessionId: credential.sessionId, expiresAt: result.session.expiresAt };
   }

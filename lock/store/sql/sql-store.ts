@@ -454,13 +454,17 @@ export class SqlLockStore implements LockStore {
          SELECT
            (SELECT count(*) FROM live)::int AS held,
            (SELECT count(*) FROM holdfast_sessions s, n WHERE s.expires_at > n.now)::int AS sessions,
-           COALESCE((SELECT n.now - min(granted_at) FROM live, n GROUP BY n.now), 0) AS oldest`,
+           COALESCE((SELECT n.now - min(granted_at) FROM live, n GROUP BY n.now), 0) AS oldest,
+           -- Two index-ordered min() reads: the oldest expiry still in each table.
+           (SELECT n.now - LEAST(COALESCE((SELECT min(expires_at) FROM holdfast_sessions), n.now),
+                                 COALESCE((SELECT min(expires_at) FROM holdfast_locks), n.now)) FROM n) AS overdue`,
       ),
     );
     return {
       heldLocks: Number(rows[0]!.held),
       activeSessions: Number(rows[0]!.sessions),
       oldestHeldMillis: Math.max(0, Number(rows[0]!.oldest)),
+      sweepLagMillis: Math.max(0, Number(rows[0]!.overdue)),
     };
   }
 
