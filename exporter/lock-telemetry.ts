@@ -39,6 +39,9 @@ export function createLockTelemetry(deps: { metrics: ServerMetrics; log: EventLo
     sessionKilled(ctx, fact) {
       log.emit('session_killed', ctx, fact);
     },
+    heartbeat({ outcome }) {
+      metrics.inc('lockHeartbeatTotal', { outcome });
+    },
     granted(ctx, fact) {
       log.emit('lock_granted', ctx, fact);
     },
