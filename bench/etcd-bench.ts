@@ -19,7 +19,9 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Etcd3 } from 'etcd3';
+import { hashSessionToken, newSessionToken } from '../lock/core/session-token.js';
 import { EtcdStore, type WaitShape } from '../lock/store/etcd/etcd-store.js';
+import type { LockStore, SessionCredential } from '../lock/store/spi.js';
 import { startEtcd } from '../test/support/etcd.js';
 
 const WAITERS = Number(process.env.BENCH_WAITERS ?? 8);
@@ -45,6 +47,13 @@ async function openStore(endpoints: string[], waitShape: WaitShape): Promise<Etc
   const store = new EtcdStore({ endpoints, namespace: `bench-${randomUUID()}`, waitShape });
   await store.init();
   return store;
+}
+
+/** A session as core opens one (SPI v2): the store keeps only the token's hash. */
+async function openBenchSession(store: LockStore): Promise<SessionCredential> {
+  const credential = { sessionId: randomUUID(), tokenHash: hashSessionToken(newSessionToken()) };
+  await store.openSession({ ...credential, owner: 'bench', ttlMillis: 60_000 });
+  return credential;
 }
 
 /** Writes to unrelated keys at a steady rate until stopped: what moves etcd's revision on a busy cluster. */
