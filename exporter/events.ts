@@ -6,6 +6,7 @@
 import { isSpanContextValid, trace, type SpanContext } from '@opentelemetry/api';
 import { pino, type DestinationStream, type Logger } from 'pino';
 import type { BackendName } from '../contract/records.js';
+import type { EventContext } from '../contract/lock-events.js';
 
 export interface EventFields {
   lock_granted: { key: string; sessionId: string; owner: string; fencingToken: string; ttlMillis: number; waitedMillis: number };
@@ -48,15 +49,7 @@ export const EVENT_LEVELS: Record<EventName, 'info' | 'warn' | 'error' | 'debug'
   sweep_failed: 'error',
 };
 
-export interface EventContext {
-  requestId: string;
-  /**
-   * The span this event belongs to: the server span of an L4/L5/L6 request, or
-   * the caller's span from its `traceparent`. Passed explicitly because events
-   * must carry it even when no OpenTelemetry SDK (and so no context manager) runs.
-   */
-  trace?: SpanContext;
-}
+export type { EventContext } from '../contract/lock-events.js';
 
 export interface EventLog {
   emit<E extends EventName>(event: E, ctx: EventContext, fields: EventFields[E]): void;

@@ -20,7 +20,6 @@ import type {
   LockInfo,
   LockOutcome,
   Page,
-  SessionEndCause,
   SessionInfo,
 } from '../../contract/records.js';
 import {
@@ -39,8 +38,7 @@ import {
   type SessionRefusal,
   type WaitResult,
 } from '../store/spi.js';
-import type { EventContext, EventLog } from '../../exporter/events.js';
-import type { ServerMetrics } from '../../exporter/server-metrics.js';
+import type { EventContext, LockEvents } from '../../contract/lock-events.js';
 import type { WaitOutcome } from '../../contract/metric-table.js';
 import { ActivityWindow } from './activity-window.js';
 import { systemClock, type Clock, type RandomSource } from './clock.js';
@@ -64,6 +62,8 @@ export interface LockServiceOptions {
   fleet?: FleetOptions;
   /** With a healthy ReleaseFeed, a parked wait still re-tries this often (a missed notification costs at most this). */
   feedRecheckMillis?: number;
+  /** The window the admin summary reads (shared with the telemetry that counts into it). */
+  activity?: ActivityWindow;
 }
 
 export interface SessionView {
@@ -109,8 +109,8 @@ export class LockService {
 
   constructor(
     readonly store: LockStore,
-    private readonly metrics: ServerMetrics,
-    private readonly events: EventLog,
+    /** Every fact, reported once (exporter/lock-telemetry.ts fans it out to metrics, activity and the log). */
+    private readonly events: LockEvents,
     options: LockServiceOptions = {},
   ) {
     this.clock = options.clock ?? systemClock;
@@ -125,20 +125,18 @@ export class LockService {
     this.pollMaxMillis = options.pollMaxMillis ?? 500;
     this.auditSealer = options.auditSealer ?? createAuditSealer();
     this.maxWaitsPerSession = options.maxWaitsPerSession ?? 32;
-    this.activity = new ActivityWindow(() => this.clock.now());
+    this.activity = options.activity ?? new ActivityWindow(() => this.clock.now());
     this.fleet = hasFleetWaitState(store)
       ? new FleetCoordinator(
           store,
           this.waiters,
           {
             liveInstances: (count) => this.budget.setInstanceCount(count),
-            checkFailed: (error) => this.events.emit('sweep_failed', { requestId: 'fleet-check' }, { message: `fleet check: ${error.message}` }),
+            checkFailed: (error) => this.events.fleetCheckFailed({ message: error.message }),
           },
           options.fleet,
         )
       : null;
-    metrics.setGaugeSource('lockWaiters', () => this.waiterTotal());
-    metrics.setGaugeSource('lockDeadlockCycles', () => this.deadlockCycles());
   }
 
   /**
@@ -198,7 +196,7 @@ export class LockService {
       ttlMillis: input.ttlMillis,
       tokenHash: hashSessionToken(sessionToken),
     });
-    this.events.emit('session_opened', ctx, { sessionId: session.sessionId, owner: session.owner, ttlMillis: session.ttlMillis });
+    this.events.sessionOpened(ctx, { sessionId: session.sessionId, owner: session.owner, ttlMillis: session.ttlMillis });
     return { sessionId: session.sessionId, sessionToken, owner: session.owner, ttlMillis: session.ttlMillis, expiresAt: session.expiresAt };
   }
 
@@ -218,7 +216,7 @@ export class LockService {
     const { ended, audit } = await this.store.killSession(sessionId, { actor, reason, requestId: ctx.requestId });
     if (ended) this.sessionEnded(ended, ctx);
     const outcome = ended ? 'KILLED' : 'NOT_FOUND';
-    this.events.emit('session_killed', ctx, { sessionId, actor, reason, outcome, auditId: audit.id, auditHeadHash: audit.hash });
+    this.events.sessionKilled(ctx, { sessionId, actor, reason, outcome, auditId: audit.id, auditHeadHash: audit.hash });
     return { sessionId, outcome, releasedLocks: ended?.releasedLocks.length ?? 0, auditId: audit.id };
   }
 
@@ -247,7 +245,7 @@ export class LockService {
     for (;;) {
       const expired = await this.store.expireLocks(batch);
       for (const lock of expired) {
-        this.events.emit('lock_expired', ctx, { key: lock.key, sessionId: lock.sessionId, fencingToken: lock.fencingToken, cause: 'ttl' });
+        this.events.expired(ctx, { key: lock.key, sessionId: lock.sessionId, fencingToken: lock.fencingToken });
         this.waiters.keyReleased(lock.key);
       }
       locks += expired.length;
@@ -329,7 +327,7 @@ export class LockService {
           outcome = wait.outcome;
           if (wait.outcome === 'fallback') {
             usedFallback = true;
-            this.events.emit('wait_fallback', ctx, { key: req.key, cause: wait.cause });
+            this.events.waitFellBack(ctx, { key: req.key, cause: wait.cause });
             outcome = await this.pollDelay(waiter, seen, polls++, deadline - this.clock.now(), waitAbort);
           }
         } else if (this.releaseFeed && this.feedUp) {
@@ -338,13 +336,13 @@ export class LockService {
           if (this.releaseFeed && !usedFallback) {
             // The feed is down (re-listening): this wait polls, counted apart.
             usedFallback = true;
-            this.events.emit('wait_fallback', ctx, { key: req.key, cause: this.feedDownCause });
+            this.events.waitFellBack(ctx, { key: req.key, cause: this.feedDownCause });
           }
           outcome = await this.pollDelay(waiter, seen, polls++, remaining, waitAbort);
         }
         if (waiter.deadlock) {
           this.recordWait('aborted', startedAt);
-          this.events.emit('deadlock_detected', ctx, { ...waiter.deadlock, victimSessionId: sessionId, key: req.key });
+          this.events.deadlockDetected(ctx, { ...waiter.deadlock, victimSessionId: sessionId, key: req.key });
           throw new DeadlockDetectedError(req.key, waiter.deadlock);
         }
         if (waiter.sessionEnded.signal.aborted) throw new SessionNotFoundError(sessionId);
@@ -370,7 +368,7 @@ export class LockService {
     const result = await this.store.renew(req);
     if (result.kind === 'renewed') return toGrant(result.lock);
     if (result.kind !== 'lost') throw refused(result, req.session.sessionId);
-    this.events.emit('lock_lost', ctx, { key: req.key, sessionId: req.session.sessionId, fencingToken: req.fencingToken, op: 'renew' });
+    this.events.lost(ctx, { key: req.key, sessionId: req.session.sessionId, fencingToken: req.fencingToken, op: 'renew' });
     throw new LockLostError(req.key);
   }
 
@@ -380,13 +378,13 @@ export class LockService {
   ): Promise<{ key: string; released: true }> {
     const result = await this.store.release(req);
     if (result.kind === 'lost') {
-      this.events.emit('lock_lost', ctx, { key: req.key, sessionId: req.session.sessionId, fencingToken: req.fencingToken, op: 'release' });
+      this.events.lost(ctx, { key: req.key, sessionId: req.session.sessionId, fencingToken: req.fencingToken, op: 'release' });
       throw new LockLostError(req.key);
     }
     if (result.kind !== 'released') throw refused(result, req.session.sessionId);
     const { lock } = result;
     this.waiters.keyReleased(req.key);
-    this.events.emit('lock_released', ctx, {
+    this.events.released(ctx, {
       key: lock.key,
       sessionId: lock.sessionId,
       fencingToken: lock.fencingToken,
@@ -423,10 +421,7 @@ export class LockService {
       audit: { actor, reason: req.reason, requestId: ctx.requestId },
     });
     if (result.revoked) this.waiters.keyReleased(req.key);
-    const metricOutcome = ({ REVOKED: 'revoked', NOT_HELD: 'not_held', TOKEN_MISMATCH: 'token_mismatch' } as const)[result.outcome];
-    this.metrics.inc('lockForceRevokeTotal', { outcome: metricOutcome });
-    this.activity.record(`force_revoke:${metricOutcome}`);
-    this.events.emit('lock_force_revoked', ctx, {
+    this.events.forceRevoked(ctx, {
       key: req.key,
       actor,
       reason: req.reason,
@@ -463,7 +458,7 @@ export class LockService {
 
   private granted(grant: LockGrant, owner: string, existing: boolean, waitedMillis: number, ctx: EventContext): LockGrant {
     if (!existing) {
-      this.events.emit('lock_granted', ctx, {
+      this.events.granted(ctx, {
         key: grant.key,
         sessionId: grant.sessionId,
         owner,
@@ -483,9 +478,7 @@ export class LockService {
   ): LockContendedError | ContentionExceededError {
     const verdict = this.budget.charge(req.sessionId);
     if (!verdict.ok) return this.contentionExceeded(req, verdict.scope, verdict.retryAfterSeconds, ctx, holder);
-    this.metrics.inc('lockContentionTotal', { reason: 'contended' });
-    this.activity.record('contention:contended');
-    this.events.emit('lock_contended', ctx, {
+    this.events.contended(ctx, {
       key: req.key,
       sessionId: req.sessionId,
       holderSessionId: holder?.sessionId ?? null,
@@ -501,9 +494,7 @@ export class LockService {
     ctx: EventContext,
     holder: HeldLock | null = null,
   ): ContentionExceededError {
-    this.metrics.inc('lockContentionTotal', { reason: 'exceeded' });
-    this.activity.record('contention:exceeded');
-    this.events.emit('lock_contended', ctx, {
+    this.events.contended(ctx, {
       key: req.key,
       sessionId: req.sessionId,
       holderSessionId: holder?.sessionId ?? null,
@@ -573,25 +564,15 @@ export class LockService {
   }
 
   private recordWait(outcome: WaitOutcome, startedAt: number): void {
-    this.metrics.observe('lockWaitSeconds', { outcome }, (this.clock.now() - startedAt) / 1000);
+    this.events.waitEnded({ outcome, seconds: (this.clock.now() - startedAt) / 1000 });
   }
 
   private sessionEnded(ended: EndedSession, ctx: EventContext): void {
     const { session, cause } = ended;
     this.waiters.sessionEnded(session.sessionId);
     this.budget.forget(session.sessionId);
-    this.metrics.inc('lockSessionExpiredTotal', { cause });
-    this.activity.record(`session_expired:${cause}`);
-    this.events.emit('session_expired', ctx, { sessionId: session.sessionId, owner: session.owner, cause });
-    for (const lock of ended.releasedLocks) {
-      this.events.emit('lock_expired', ctx, {
-        key: lock.key,
-        sessionId: lock.sessionId,
-        fencingToken: lock.fencingToken,
-        cause: LOCK_CAUSE_OF_SESSION_END[cause],
-      });
-      this.waiters.keyReleased(lock.key);
-    }
+    this.events.sessionEnded(ctx, { sessionId: session.sessionId, owner: session.owner, cause, releasedLocks: ended.releasedLocks });
+    for (const lock of ended.releasedLocks) this.waiters.keyReleased(lock.key);
   }
 
   private toInfo(key: string, lock: HeldLock | null, counts: Map<string, number>): LockInfo {
@@ -609,12 +590,6 @@ export class LockService {
     };
   }
 }
-
-const LOCK_CAUSE_OF_SESSION_END: Record<SessionEndCause, 'session_ttl' | 'session_closed' | 'session_killed'> = {
-  ttl: 'session_ttl',
-  closed: 'session_closed',
-  killed: 'session_killed',
-};
 
 function refused(refusal: SessionRefusal, sessionId: string): SessionNotFoundError | UnauthenticatedError {
   return refusal.kind === 'session_not_found'
