@@ -5,7 +5,7 @@
  * metric or log format, and each fact is written by one call, not three.
  */
 import type { RevokeOutcome, SessionEndCause } from './records.js';
-import type { ContentionReason, WaitOutcome } from './metric-table.js';
+import type { ContentionReason, HeartbeatOutcome, WaitOutcome } from './metric-table.js';
 
 /** A span a fact belongs to (the shape of OpenTelemetry's SpanContext, without the dependency). */
 export interface TraceRef {
@@ -34,6 +34,8 @@ export interface LockEvents {
     ctx: EventContext,
     fact: { sessionId: string; owner: string; cause: SessionEndCause; releasedLocks: readonly { key: string; sessionId: string; fencingToken: string }[] },
   ): void;
+  /** A heartbeat answered (a counter only: heartbeats are the steady load). */
+  heartbeat(fact: { outcome: HeartbeatOutcome }): void;
   sessionKilled(ctx: EventContext, fact: { sessionId: string; actor: string; reason: string; outcome: 'KILLED' | 'NOT_FOUND'; auditId: string; auditHeadHash: string }): void;
   /** A new grant (not a holder re-acquiring its own lock). */
   granted(ctx: EventContext, fact: { key: string; sessionId: string; owner: string; fencingToken: string; ttlMillis: number; waitedMillis: number }): void;

@@ -75,6 +75,7 @@ export const STORE_OPS = [
   'ping',
 ] as const;
 export const STORE_OUTCOMES = ['ok', 'not_leader', 'error'] as const;
+export const HEARTBEAT_OUTCOMES = ['alive', 'session_not_found', 'unauthenticated', 'not_leader', 'error'] as const;
 export const CLIENT_ATTEMPT_OUTCOMES = ['granted', 'not_granted', 'error'] as const;
 
 export type AcquireOutcome = (typeof ACQUIRE_OUTCOMES)[number];
@@ -85,6 +86,7 @@ export type ContentionReason = (typeof CONTENTION_REASONS)[number];
 export type ForceRevokeOutcome = (typeof FORCE_REVOKE_OUTCOMES)[number];
 export type StoreOp = (typeof STORE_OPS)[number];
 export type StoreOutcome = (typeof STORE_OUTCOMES)[number];
+export type HeartbeatOutcome = (typeof HEARTBEAT_OUTCOMES)[number];
 export type ClientAttemptOutcome = (typeof CLIENT_ATTEMPT_OUTCOMES)[number];
 
 const backend = { backend: BACKENDS } as const;
@@ -179,6 +181,22 @@ export const METRICS = {
     help: 'Cycles in the wait-for graph of sessions waiting on this server instance.',
     unit: 'cycles',
     labels: backend,
+    emitter: 'server',
+  },
+  lockSweepLagSeconds: {
+    name: 'lock_sweep_lag_seconds',
+    type: 'gauge',
+    help: 'Age of the oldest session or lock expiry that is overdue and not yet swept; 0 when the sweeper is up to date.',
+    unit: 'seconds',
+    labels: backend,
+    emitter: 'server',
+  },
+  lockHeartbeatTotal: {
+    name: 'lock_heartbeat_total',
+    type: 'counter',
+    help: 'Session heartbeats (L2) answered by core, by outcome (a counter instead of a log line per heartbeat).',
+    unit: 'requests',
+    labels: { ...backend, outcome: HEARTBEAT_OUTCOMES },
     emitter: 'server',
   },
   lockStoreSeconds: {

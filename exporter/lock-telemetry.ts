@@ -36,6 +36,9 @@ export function createLockTelemetry(deps: { metrics: ServerMetrics; log: EventLo
         log.emit('lock_expired', ctx, { key: lock.key, sessionId: lock.sessionId, fencingToken: lock.fencingToken, cause: lockCause });
       }
     },
+    heartbeat({ outcome }) {
+      metrics.inc('lockHeartbeatTotal', { outcome });
+    },
     sessionKilled(ctx, fact) {
       log.emit('session_killed', ctx, fact);
     },

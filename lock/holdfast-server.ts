@@ -52,6 +52,7 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
   const storeGauges = refreshStoreGauges(() => store.summary());
   metrics.setGaugeSource('lockHeld', async () => (await storeGauges.latest()).heldLocks);
   metrics.setGaugeSource('lockSessionsActive', async () => (await storeGauges.latest()).activeSessions);
+  metrics.setGaugeSource('lockSweepLagSeconds', async () => ((await storeGauges.latest()).sweepLagMillis ?? 0) / 1000);
 
   const clock = options.clock;
   const activity = new ActivityWindow(() => (clock ?? systemClock).now());

@@ -10,6 +10,7 @@ import {
   DeadlockDetectedError,
   LockContendedError,
   LockLostError,
+  NotLeaderError,
   SessionNotFoundError,
   UnauthenticatedError,
 } from '../errors.js';
@@ -29,6 +30,7 @@ import {
   type AuditHead,
   type AuditQuery,
   type EndedSession,
+  type HeartbeatResult,
   type HeldLock,
   type FleetWaitState,
   type LockStore,
@@ -201,7 +203,15 @@ export class LockService {
   }
 
   async heartbeat(credential: SessionCredential): Promise<{ sessionId: string; expiresAt: number }> {
-    const result = await this.store.heartbeat(credential);
+    // A counter, not a log line: heartbeats are the steady load (every session, every few seconds).
+    let result: HeartbeatResult;
+    try {
+      result = await this.store.heartbeat(credential);
+    } catch (error) {
+      this.events.heartbeat({ outcome: error instanceof NotLeaderError ? 'not_leader' : 'error' });
+      throw error;
+    }
+    this.events.heartbeat({ outcome: result.kind });
     if (result.kind !== 'alive') throw refused(result, credential.sessionId);
     return { sessionId: credential.sessionId, expiresAt: result.session.expiresAt };
   }

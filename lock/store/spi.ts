@@ -126,6 +126,12 @@ export interface StoreSummary {
   activeSessions: number;
   /** Age (store clock) of the oldest live grant in milliseconds; 0 when nothing is held. */
   oldestHeldMillis: number;
+  /**
+   * Age (store clock) of the oldest session or lock expiry that has passed and is not yet
+   * swept, in milliseconds; 0 when the sweeper is up to date. Absent where the backend
+   * expires by itself (etcd leases).
+   */
+  sweepLagMillis?: number;
 }
 
 export interface ListQuery {

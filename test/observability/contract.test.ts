@@ -26,6 +26,7 @@ const EXACT = [
   'lock_contention_total',
   'lock_session_expired_total',
   'lock_force_revoke_total',
+  'lock_heartbeat_total',
 ];
 
 /** Expected movements: metric → series → count, for the series the test caused. */
@@ -130,6 +131,7 @@ describe.each(STORES)('C4 contract on %s', (storeName) => {
     // L1, L2, L4 granted, and the holder's retried L4 (same grant, counted granted again).
     const a = await open('owner-a');
     expectAnswer(await api.heartbeat(a), 200);
+    ledger.add('lock_heartbeat_total', { outcome: 'alive' });
     const k1 = key('k1');
     const grant = (await acquire(k1, { sessionId: a }, 200, undefined, 'granted')).body as { fencingToken: string };
     await acquire(k1, { sessionId: a }, 200, undefined, 'granted');
@@ -217,6 +219,9 @@ describe.each(STORES)('C4 contract on %s', (storeName) => {
     await acquire(key('closing'), { sessionId: closing }, 200, undefined, 'granted');
     expectAnswer(await api.closeSession(closing), 204);
     ledger.add('lock_session_expired_total', { cause: 'closed' });
+    // A heartbeat of the ended session: 404, counted, and no log line.
+    expectAnswer(await api.heartbeat(closing), 404, 'SESSION_NOT_FOUND');
+    ledger.add('lock_heartbeat_total', { outcome: 'session_not_found' });
     const killed = await open('owner-killed');
     await acquire(key('killed'), { sessionId: killed }, 200, undefined, 'granted');
     expect(expectAnswer(await admin.kill(killed, { reason: 'contract: runaway' }), 200).body.outcome).toBe('KILLED');
