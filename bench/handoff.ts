@@ -3,7 +3,7 @@
  * PostgreSQL. A waiter parked on instance B is granted after a release answered by
  * instance A: how long after? 300 handoffs (BENCH_HANDOFFS) while background traffic
  * makes 400 writes/s (BENCH_WRITES_PER_SECOND; a write is one acquire or one release,
- * spread over both instances). Prints p50/p99 of (grant answered on B) − (release
+ * spread over both instances by BENCH_BACKGROUND_SESSIONS paced sessions, default 96). Prints p50/p99 of (grant answered on B) − (release
  * answered on A), and of (grant answered) − (release sent), with the load average before
  * and after; writes bench/results/handoff.md.
  */
@@ -15,7 +15,7 @@ import { percentile } from './lib/stats.js';
 
 const HANDOFFS = Number(process.env.BENCH_HANDOFFS ?? 300);
 const WRITES_PER_SECOND = Number(process.env.BENCH_WRITES_PER_SECOND ?? 400);
-const BACKGROUND_WORKERS = 16;
+const BACKGROUND_WORKERS = Number(process.env.BENCH_BACKGROUND_SESSIONS ?? 96);
 
 interface Session {
   url: string;
@@ -96,6 +96,7 @@ async function main(): Promise<void> {
     const env = { HOLDFAST_STORE: 'postgres', DATABASE_URL: databaseUrl, HOLDFAST_SWEEP_INTERVAL_MS: '1000' };
     a = await spawnServer(env);
     b = await spawnServer(env);
+    console.log(`two instances up: ${a.url} ${b.url}`);
     const holder = await openSession(a.url);
     const waiter = await openSession(b.url);
     const workers = await Promise.all(Array.from({ length: BACKGROUND_WORKERS }, (_, i) => openSession(i % 2 ? b!.url : a!.url)));
@@ -108,11 +109,19 @@ async function main(): Promise<void> {
       const key = `handoff-${i}`;
       const held = await acquire(holder, key);
       if (held.status !== 200) throw new Error(`holder acquire: ${held.status}`);
-      const waiting = acquire(waiter, key, 10_000).then((answer) => ({ answer, at: performance.now() }));
+      let answeredEarly = false;
+      const waiting = acquire(waiter, key, 10_000).then((answer) => {
+        answeredEarly = true;
+        return { answer, at: performance.now() };
+      });
       // Parked: A's L7 counts B's wait (fleet-wide wait state).
       for (;;) {
         const info = await fetch(`${a.url}/v1/locks/${key}`).then((r) => r.json() as Promise<{ waiterCount: number }>);
         if (info.waiterCount === 1) break;
+        if (answeredEarly) {
+          const { answer } = await waiting;
+          throw new Error(`waiter answered before the release: ${answer.status} ${JSON.stringify(answer.body)}`);
+        }
         await new Promise((r) => setTimeout(r, 2));
       }
       const sent = performance.now();
@@ -124,6 +133,7 @@ async function main(): Promise<void> {
       sinceReleaseAnswered.push(at - answered);
       sinceReleaseSent.push(at - sent);
       await release(waiter, key, answer.body.fencingToken);
+      if ((i + 1) % 50 === 0) console.log(`${i + 1} handoffs, load average ${loadavg()}`);
     }
     stop.abort();
     const bg = await background;

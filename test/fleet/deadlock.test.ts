@@ -5,6 +5,7 @@
  * keeps what it holds, and the other waits are granted once it lets go.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readC4EventContracts, violationsOf } from '../observability/support/c4-events.js';
 import { eventually, httpClient } from '../support/http.js';
 import { sharedPostgres, startServer, type TestServer } from '../support/server.js';
 
@@ -46,6 +47,7 @@ describe('fleet-wide deadlock resolution on PostgreSQL', () => {
     const events = deadlockEvents();
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({ level: 'warn', victimSessionId: s2.sessionId, key: 'two-a' });
+    expect(violationsOf(events[0]!, readC4EventContracts())).toEqual([]);
     expect(new Set(events[0]!.sessions as string[])).toEqual(new Set([s1.sessionId, s2.sessionId]));
     expect(new Set(events[0]!.keys as string[])).toEqual(new Set(['two-a', 'two-b']));
     expect(b.logs.some((l) => l.event === 'deadlock_detected')).toBe(true); // answered where the victim waited
