@@ -16,7 +16,7 @@
  * Knobs: BENCH_HANDOFFS, BENCH_HOLD_MS, BENCH_REJOIN_MS, BENCH_WAITERS, BENCH_BG_WRITES,
  * BENCH_CYCLE_SECONDS, BENCH_SKIP_HANDOFF=1, BENCH_SKIP_CYCLES=1.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Etcd3 } from 'etcd3';
 import { EtcdStore, type WaitShape } from '../lock/store/etcd/etcd-store.js';
@@ -85,24 +85,17 @@ async function handoffLatency(endpoints: string[], mode: WaitMode): Promise<numb
   const never = new AbortController().signal;
 
   const worker = async () => {
-    const session = await store.openSession({
-      sessionId: randomUUID(),
-      owner: 'bench',
-      ttlMillis: 60_000,
-      createdAt: Date.now(),
-      lastHeartbeatAt: Date.now(),
-      expiresAt: Date.now() + 60_000,
-    });
+    const session = await openBenchSession(store);
     while (granted < HANDOFFS && Date.now() < deadline) {
       let attempt = 0;
       for (;;) {
-        const result = await store.tryAcquire({ key, sessionId: session.sessionId, ttlMillis: 30_000, now: Date.now() });
+        const result = await store.tryAcquire({ key, session, ttlMillis: 30_000 });
         if (result.kind === 'granted') {
           if (releaseStartedAt !== null) latencies.push(performance.now() - releaseStartedAt);
           granted += 1;
           await sleep(HOLD_MS);
           releaseStartedAt = performance.now();
-          await store.release({ key, fencingToken: result.grant.fencingToken, now: Date.now() });
+          await store.release({ key, session, fencingToken: result.grant.fencingToken });
           await sleep(REJOIN_MS);
           break;
         }
@@ -123,6 +116,14 @@ async function handoffLatency(endpoints: string[], mode: WaitMode): Promise<numb
   return latencies.sort((a, b) => a - b);
 }
 
+/** A session as the server opens one: the store sees only the token's hash. */
+async function openBenchSession(store: EtcdStore): Promise<{ sessionId: string; tokenHash: string }> {
+  const sessionId = randomUUID();
+  const tokenHash = createHash('sha256').update(randomBytes(24).toString('base64url')).digest('hex');
+  await store.openSession({ sessionId, owner: 'bench', ttlMillis: 60_000, tokenHash });
+  return { sessionId, tokenHash };
+}
+
 /** Acquire+release cycles/s: `workers` sessions, each on its own key, for CYCLE_SECONDS. */
 async function storeCycles(endpoints: string[], workers: number): Promise<number> {
   const store = await openStore(endpoints, 'shared');
@@ -130,12 +131,11 @@ async function storeCycles(endpoints: string[], workers: number): Promise<number
   const stopAt = performance.now() + CYCLE_SECONDS * 1000;
   await Promise.all(
     Array.from({ length: workers }, async (_, index) => {
-      const now = Date.now();
-      const session = await store.openSession({ sessionId: randomUUID(), owner: 'bench', ttlMillis: 60_000, createdAt: now, lastHeartbeatAt: now, expiresAt: now + 60_000 });
+      const session = await openBenchSession(store);
       while (performance.now() < stopAt) {
-        const result = await store.tryAcquire({ key: `cycle-${index}`, sessionId: session.sessionId, ttlMillis: 30_000, now: Date.now() });
+        const result = await store.tryAcquire({ key: `cycle-${index}`, session, ttlMillis: 30_000 });
         if (result.kind !== 'granted') throw new Error(`unexpected ${result.kind}`);
-        await store.release({ key: `cycle-${index}`, fencingToken: result.grant.fencingToken, now: Date.now() });
+        await store.release({ key: `cycle-${index}`, session, fencingToken: result.grant.fencingToken });
         cycles += 1;
       }
     }),
