@@ -105,12 +105,13 @@ async function main(): Promise<void> {
 
     const sinceReleaseAnswered: number[] = [];
     const sinceReleaseSent: number[] = [];
+    const missed: string[] = [];
     for (let i = 0; i < HANDOFFS; i++) {
       const key = `handoff-${i}`;
       const held = await acquire(holder, key);
       if (held.status !== 200) throw new Error(`holder acquire: ${held.status}`);
       let answeredEarly = false;
-      const waiting = acquire(waiter, key, 10_000).then((answer) => {
+      const waiting = acquire(waiter, key, 30_000).then((answer) => {
         answeredEarly = true;
         return { answer, at: performance.now() };
       });
@@ -122,14 +123,18 @@ async function main(): Promise<void> {
           const { answer } = await waiting;
           throw new Error(`waiter answered before the release: ${answer.status} ${JSON.stringify(answer.body)}`);
         }
-        await new Promise((r) => setTimeout(r, 2));
+        await new Promise((r) => setTimeout(r, 5));
       }
       const sent = performance.now();
       const released = await release(holder, key, held.body.fencingToken);
       const answered = performance.now();
       if (released.status !== 200) throw new Error(`release: ${released.status}`);
       const { answer, at } = await waiting;
-      if (answer.status !== 200) throw new Error(`waiter: ${answer.status} ${JSON.stringify(answer.body)}`);
+      if (answer.status !== 200) {
+        // Counted and reported, not hidden: a handoff that did not happen within the wait.
+        missed.push(`${key}: ${answer.status} ${answer.body?.error?.code ?? ''} ${(at - answered).toFixed(0)} ms after the release answer`);
+        continue;
+      }
       sinceReleaseAnswered.push(at - answered);
       sinceReleaseSent.push(at - sent);
       await release(waiter, key, answer.body.fencingToken);
@@ -152,6 +157,7 @@ async function main(): Promise<void> {
       '| ms | p50 | p99 | max |',
       '| --- | --- | --- | --- |',
       ...rows,
+      `Handoffs not granted within the wait (30 s): ${missed.length}${missed.length ? ` — ${missed.join('; ')}` : ''}`,
       '',
       `Load average before: ${process.env.BENCH_LOAD_BEFORE ?? 'see stdout'}; after: ${after} (${os.cpus().length} cores, shared with other work)`,
     ];
