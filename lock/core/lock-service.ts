@@ -330,6 +330,7 @@ export class LockService {
           // Recorded before waiting, then tried once more: a release that landed between the failed
           // try and the record announced nothing (the store only announces keys with recorded waits).
           waiter.recordedInStore = true;
+          waited = true;
           await this.fleetStore.beginWait({ waitId: waiter.waitId, sessionId, key: req.key, instanceId: this.fleet.instanceId });
           continue;
         }
