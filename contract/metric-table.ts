@@ -178,7 +178,7 @@ export const METRICS = {
   lockDeadlockCycles: {
     name: 'lock_deadlock_cycles',
     type: 'gauge',
-    help: 'Cycles in the wait-for graph of sessions waiting on this server instance.',
+    help: 'Cycles in the wait-for graph of waiting sessions: fleet-wide on the SQL stores (every instance reports the same figure), this instance\'s on etcd.',
     unit: 'cycles',
     labels: backend,
     emitter: 'server',

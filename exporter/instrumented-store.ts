@@ -1,7 +1,8 @@
 /**
  * Wraps a LockStore so every SPI call is timed into `lock_store_seconds` and
- * traced as a child span, without the store or core knowing. The optional
- * ReleaseWaiter capability passes through only when the inner store has it.
+ * traced as a child span, without the store or core knowing. Optional
+ * capabilities (ReleaseWaiter, ReleaseFeed, FleetWaitState) pass through untimed,
+ * and only when the inner store has them.
  */
 import { SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import { hasReleaseWaiter, type LockStore, type ReleaseWaiter } from '../lock/store/spi.js';

@@ -70,7 +70,10 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
     },
   });
 
-  metrics.setGaugeSource('lockWaiters', () => service.waiterTotal());
+  // lock_waiters stays per instance on every backend (summed across instances in PromQL, so it is the
+  // fleet total there); L7, A1 and A5 read the store's fleet-wide count. Cycles: the fleet-wide graph
+  // where the store keeps wait state (lock/core/fleet.ts), else this instance's.
+  metrics.setGaugeSource('lockWaiters', () => service.waiters.total());
   metrics.setGaugeSource('lockDeadlockCycles', () => service.deadlockCycles());
   // Release feed and fleet registry before the first request: waits wake on releases from any instance.
   await service.start();

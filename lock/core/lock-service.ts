@@ -60,12 +60,17 @@ export interface LockServiceOptions {
   maxWaitsPerSession?: number;
   /** The sealer the store seals with: verification checks links with the same key. */
   auditSealer?: AuditSealer;
-  /** The window the admin summary reads (shared with the telemetry that counts into it). */
-  activity?: ActivityWindow;
   /** Fleet-wide wait state and deadlock checks (stores with FleetWaitState). */
   fleet?: FleetOptions;
   /** With a healthy ReleaseFeed, a parked wait still re-tries this often (a missed notification costs at most this). */
   feedRecheckMillis?: number;
+  /**
+   * What this instance publishes to the fleet with each heartbeat (FleetWaitState.instancePublications),
+   * e.g. its contention top-K summary so A7 can merge every instance's. Must be JSON.
+   */
+  publication?: () => unknown;
+  /** The window the admin summary reads (shared with the telemetry that counts into it). */
+  activity?: ActivityWindow;
 }
 
 export interface SessionView {
@@ -134,7 +139,8 @@ export class LockService {
           this.waiters,
           {
             liveInstances: (count) => this.budget.setInstanceCount(count),
-            checkFailed: (error) => this.events.fleetCheckFailed({ requestId: 'fleet-check' }, { message: `fleet check: ${error.message}` }),
+            ...(options.publication ? { publication: options.publication } : {}),
+            checkFailed: (error) => this.events.fleetCheckFailed({ message: error.message }),
           },
           options.fleet,
         )
@@ -167,6 +173,14 @@ export class LockService {
     this.unsubscribeFeed = null;
     this.feedUp = false;
     await this.fleet?.stop();
+  }
+
+  /**
+   * What every live instance last published (this one included), for fleet-wide views that merge
+   * per-instance summaries (A7). Null when the store keeps no fleet state: the caller uses its own.
+   */
+  async fleetPublications(): Promise<{ instanceId: string; published: unknown }[] | null> {
+    return this.fleetStore ? this.fleetStore.instancePublications() : null;
   }
 
   /** False while the release feed is down (waits poll) or when the store has none. */
@@ -316,6 +330,7 @@ export class LockService {
           // Recorded before waiting, then tried once more: a release that landed between the failed
           // try and the record announced nothing (the store only announces keys with recorded waits).
           waiter.recordedInStore = true;
+          waited = true;
           await this.fleetStore.beginWait({ waitId: waiter.waitId, sessionId, key: req.key, instanceId: this.fleet.instanceId });
           continue;
         }

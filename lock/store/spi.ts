@@ -223,6 +223,10 @@ export function hasReleaseWaiter(store: LockStore): store is LockStore & Release
  * Optional capability: keys released anywhere in the fleet (any instance on this store),
  * announced after the releasing transaction commits, for keys that have a recorded wait
  * (FleetWaitState.beginWait). A hint, like ReleaseWaiter: core re-runs tryAcquire.
+ * Not every release reaches every wait: a release whose statement ran before the wait's
+ * record committed, but which committed only after the wait's last try read the key as
+ * held, announces nothing to it. Core therefore records a wait, tries once more, and
+ * while parked still re-checks now and then (LockServiceOptions.feedRecheckMillis).
  */
 export interface ReleaseFeed {
   /** Resolves once the first attempt to listen has ended (up or not); the returned function unsubscribes. */

@@ -5,6 +5,7 @@
  * lock_wait_seconds{outcome="fallback"}) until it re-listens.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readC4EventContracts, violationsOf } from '../observability/support/c4-events.js';
 import { eventually, httpClient } from '../support/http.js';
 import { sharedPostgres, startServer, type TestServer } from '../support/server.js';
 
@@ -92,7 +93,9 @@ describe('two instances on one PostgreSQL', () => {
       killing = false;
       await killer;
     }
-    expect(b.logs.find((l) => l.event === 'wait_fallback')).toMatchObject({ level: 'warn', key: expect.stringMatching(/^fallback-/) });
+    const fallback = b.logs.find((l) => l.event === 'wait_fallback')!;
+    expect(fallback).toMatchObject({ level: 'warn', key: expect.stringMatching(/^fallback-/) });
+    expect(violationsOf(fallback, readC4EventContracts())).toEqual([]);
     expect(await waitCount(b, 'fallback')).toBeGreaterThan(fallbacksBefore);
     // Re-listens with backoff, without restarting anything; the next handoff needs no fallback.
     await eventually(async () => b.running.service.releaseFeedUp && a.running.service.releaseFeedUp);

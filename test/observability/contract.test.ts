@@ -185,6 +185,25 @@ describe.each(STORES)('C4 contract on %s', (storeName) => {
     ledger.add('lock_wait_seconds', { outcome: 'deadline' });
     ledger.add('lock_contention_total', { reason: 'contended' });
 
+    // A wait-for cycle (SQL stores keep fleet-wide wait state and break it): the younger wait is
+    // answered 409 DEADLOCK_DETECTED (outcome contended, its wait aborted); the older is granted
+    // once the victim lets go.
+    if (storeName !== 'etcd') {
+      const f = await open('owner-f');
+      const g = await open('owner-g');
+      await acquire(key('dl-f'), { sessionId: f }, 200, undefined, 'granted');
+      const gHeld = (await acquire(key('dl-g'), { sessionId: g }, 200, undefined, 'granted')).body as { fencingToken: string };
+      const older = api.acquire(key('dl-g'), { sessionId: f, waitMillis: 20_000 });
+      await eventually(async () => (await api.read(key('dl-g'))).body.waiterCount === 1);
+      await acquire(key('dl-f'), { sessionId: g, waitMillis: 20_000 }, 409, 'DEADLOCK_DETECTED', 'contended');
+      ledger.add('lock_wait_seconds', { outcome: 'aborted' });
+      expectAnswer(await api.release(key('dl-g'), { sessionId: g, fencingToken: gHeld.fencingToken }), 200);
+      ledger.add('lock_release_total', { outcome: 'released' });
+      expectAnswer(await older, 200);
+      ledger.add('lock_acquire_seconds', { outcome: 'granted' });
+      ledger.add('lock_wait_seconds', { outcome: 'released' });
+    }
+
     // Server-side wait the caller abandons: no answer, so no L4 observation; the wait is aborted.
     const waiterE = await open('owner-e');
     const abandon = new AbortController();
@@ -256,7 +275,10 @@ describe.each(STORES)('C4 contract on %s', (storeName) => {
     const problems = lines.flatMap((line) => violationsOf(line, contracts));
     expect(problems).toEqual([]);
     const emitted = new Set(lines.map((l) => l.event));
-    const pinnedButWait = [...contracts.events.values()].filter((c) => c.section === 'pinned' && c.event !== 'wait_fallback');
+    // wait_fallback needs a failing wake mechanism (its own test); etcd breaks no deadlocks (no fleet-wide wait state).
+    const pinnedButWait = [...contracts.events.values()].filter(
+      (c) => c.section === 'pinned' && c.event !== 'wait_fallback' && !(storeName === 'etcd' && c.event === 'deadlock_detected'),
+    );
     for (const { event } of pinnedButWait) expect(emitted, `no ${event} line`).toContain(event);
     // The values the scenario caused, each seen.
     const seen = (event: string, field: string) => new Set(lines.filter((l) => l.event === event).map((l) => l[field]));

@@ -114,6 +114,15 @@ describe.each(['postgres', 'embedded'] as const)('fleet state on %s', (backend) 
     expect((await store.heartbeatInstance({ instanceId: `i_short_${backend}`, ttlMillis: 60_000 })).joined).toBe(false);
   });
 
+  it('publications: each live instance\'s last published JSON, none from a lapsed instance', async () => {
+    await store.heartbeatInstance({ instanceId: `i_pub_live_${backend}`, ttlMillis: 60_000, published: { top: [{ key: 'k', count: 3 }] } });
+    await store.heartbeatInstance({ instanceId: `i_pub_live_${backend}`, ttlMillis: 60_000, published: { top: [{ key: 'k', count: 4 }] } });
+    await store.heartbeatInstance({ instanceId: `i_pub_gone_${backend}`, ttlMillis: 1, published: { top: [] } });
+    await new Promise((r) => setTimeout(r, 5));
+    const published = (await store.instancePublications()).filter((p) => p.instanceId.startsWith('i_pub_'));
+    expect(published).toEqual([{ instanceId: `i_pub_live_${backend}`, published: { top: [{ key: 'k', count: 4 }] } }]);
+  });
+
   it('marks the youngest wait of a cycle once; a second check finds nothing left to break', async () => {
     const s1 = await openTestSession(store);
     const s2 = await openTestSession(store);

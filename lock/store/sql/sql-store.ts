@@ -86,8 +86,8 @@ export interface SqlLockStoreOptions {
 
 export class SqlLockStore implements LockStore, ReleaseFeed, FleetWaitState {
   private readonly releases = new StatementBatcher((batch: ReleaseRequest[]) => this.releaseBatch(batch));
-  private readonly acquires = new StatementBatcher((batch: AcquireRequest[]) => this.acquireBatch(batch));
   private readonly fleet: SqlFleet;
+  private readonly acquires = new StatementBatcher((batch: AcquireRequest[]) => this.acquireBatch(batch));
   private readonly heartbeats = new StatementBatcher((batch: SessionCredential[]) => this.heartbeatBatch(batch));
   private readonly opens = new StatementBatcher((batch: OpenSessionRequest[]) => this.openSessionBatch(batch));
   private readonly sealer: AuditSealer;
