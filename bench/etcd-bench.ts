@@ -16,10 +16,12 @@
  * Knobs: BENCH_HANDOFFS, BENCH_HOLD_MS, BENCH_REJOIN_MS, BENCH_WAITERS, BENCH_BG_WRITES,
  * BENCH_CYCLE_SECONDS, BENCH_SKIP_HANDOFF=1, BENCH_SKIP_CYCLES=1.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Etcd3 } from 'etcd3';
+import { hashSessionToken, newSessionToken } from '../lock/core/session-token.js';
 import { EtcdStore, type WaitShape } from '../lock/store/etcd/etcd-store.js';
+import type { LockStore, SessionCredential } from '../lock/store/spi.js';
 import { startEtcd } from '../test/support/etcd.js';
 
 const WAITERS = Number(process.env.BENCH_WAITERS ?? 8);
@@ -45,6 +47,13 @@ async function openStore(endpoints: string[], waitShape: WaitShape): Promise<Etc
   const store = new EtcdStore({ endpoints, namespace: `bench-${randomUUID()}`, waitShape });
   await store.init();
   return store;
+}
+
+/** A session as core opens one (SPI v2): the store keeps only the token's hash. */
+async function openBenchSession(store: LockStore): Promise<SessionCredential> {
+  const credential = { sessionId: randomUUID(), tokenHash: hashSessionToken(newSessionToken()) };
+  await store.openSession({ ...credential, owner: 'bench', ttlMillis: 60_000 });
+  return credential;
 }
 
 /** Writes to unrelated keys at a steady rate until stopped: what moves etcd's revision on a busy cluster. */
@@ -85,24 +94,17 @@ async function handoffLatency(endpoints: string[], mode: WaitMode): Promise<numb
   const never = new AbortController().signal;
 
   const worker = async () => {
-    const session = await store.openSession({
-      sessionId: randomUUID(),
-      owner: 'bench',
-      ttlMillis: 60_000,
-      createdAt: Date.now(),
-      lastHeartbeatAt: Date.now(),
-      expiresAt: Date.now() + 60_000,
-    });
+    const session = await openBenchSession(store);
     while (granted < HANDOFFS && Date.now() < deadline) {
       let attempt = 0;
       for (;;) {
-        const result = await store.tryAcquire({ key, sessionId: session.sessionId, ttlMillis: 30_000, now: Date.now() });
+        const result = await store.tryAcquire({ key, session, ttlMillis: 30_000 });
         if (result.kind === 'granted') {
           if (releaseStartedAt !== null) latencies.push(performance.now() - releaseStartedAt);
           granted += 1;
           await sleep(HOLD_MS);
           releaseStartedAt = performance.now();
-          await store.release({ key, fencingToken: result.grant.fencingToken, now: Date.now() });
+          await store.release({ key, session, fencingToken: result.grant.fencingToken });
           await sleep(REJOIN_MS);
           break;
         }
@@ -123,6 +125,14 @@ async function handoffLatency(endpoints: string[], mode: WaitMode): Promise<numb
   return latencies.sort((a, b) => a - b);
 }
 
+/** A session as the server opens one: the store sees only the token's hash. */
+async function openBenchSession(store: EtcdStore): Promise<{ sessionId: string; tokenHash: string }> {
+  const sessionId = randomUUID();
+  const tokenHash = createHash('sha256').update(randomBytes(24).toString('base64url')).digest('hex');
+  await store.openSession({ sessionId, owner: 'bench', ttlMillis: 60_000, tokenHash });
+  return { sessionId, tokenHash };
+}
+
 /** Acquire+release cycles/s: `workers` sessions, each on its own key, for CYCLE_SECONDS. */
 async function storeCycles(endpoints: string[], workers: number): Promise<number> {
   const store = await openStore(endpoints, 'shared');
@@ -130,12 +140,11 @@ async function storeCycles(endpoints: string[], workers: number): Promise<number
   const stopAt = performance.now() + CYCLE_SECONDS * 1000;
   await Promise.all(
     Array.from({ length: workers }, async (_, index) => {
-      const now = Date.now();
-      const session = await store.openSession({ sessionId: randomUUID(), owner: 'bench', ttlMillis: 60_000, createdAt: now, lastHeartbeatAt: now, expiresAt: now + 60_000 });
+      const session = await openBenchSession(store);
       while (performance.now() < stopAt) {
-        const result = await store.tryAcquire({ key: `cycle-${index}`, sessionId: session.sessionId, ttlMillis: 30_000, now: Date.now() });
+        const result = await store.tryAcquire({ key: `cycle-${index}`, session, ttlMillis: 30_000 });
         if (result.kind !== 'granted') throw new Error(`unexpected ${result.kind}`);
-        await store.release({ key: `cycle-${index}`, fencingToken: result.grant.fencingToken, now: Date.now() });
+        await store.release({ key: `cycle-${index}`, session, fencingToken: result.grant.fencingToken });
         cycles += 1;
       }
     }),

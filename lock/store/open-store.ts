@@ -5,8 +5,8 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { loadAuditSealer } from '../audit/audit-key.js';
-import type { AuditSealer } from '../audit/chain.js';
 import type { ServerConfig } from '../config.js';
+import type { EtcdStoreOptions } from './etcd/etcd-store.js';
 import type { LockStore } from './spi.js';
 import { PgDatabase } from './sql/pg-database.js';
 import { PgliteDatabase } from './sql/pglite-database.js';
@@ -33,9 +33,9 @@ export async function openStore(config: ServerConfig): Promise<LockStore> {
       // Loaded on demand so the embedded default never pulls in the etcd client.
       const etcdModule = './etcd/etcd-store.js';
       const { EtcdStore } = (await import(etcdModule)) as {
-        EtcdStore: new (options: { endpoints: string[]; sealer: AuditSealer }) => LockStore;
+        EtcdStore: new (options: EtcdStoreOptions) => LockStore;
       };
-      store = new EtcdStore({ endpoints: config.ETCD_ENDPOINTS!.split(',').map((e) => e.trim()).filter(Boolean), sealer });
+      store = new EtcdStore({ endpoints: config.ETCD_ENDPOINTS!.split(',').map((e) => e.trim()).filter(Boolean), auditSealer: sealer });
       break;
     }
   }

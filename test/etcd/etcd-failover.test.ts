@@ -61,6 +61,8 @@ test('killing the etcd leader mid-run: no overlapping grants, increasing tokens,
     const opened = await apis[index % 2]!.openSession({ owner: `failover-${index}`, ttlMillis: 60_000 });
     expect(opened.status).toBe(201);
     const sessionId = opened.body.sessionId as string;
+    // Either instance serves the session: both are sent its bearer token.
+    const asHolder = { authorization: `Bearer ${opened.body.sessionToken as string}` };
     let cycle = 0;
     while (Date.now() < stopAt) {
       // Alternate instances per request: sessions and locks live in etcd, not in a server.
@@ -68,7 +70,7 @@ test('killing the etcd leader mid-run: no overlapping grants, increasing tokens,
       const key = KEYS[(index + cycle) % KEYS.length]!;
       cycle += 1;
       const requestedAt = performance.now();
-      const answer = await call(() => api.acquire(key, { sessionId, waitMillis: 1_000, ttlMillis: 30_000 }));
+      const answer = await call(() => api.acquire(key, { sessionId, waitMillis: 1_000, ttlMillis: 30_000 }, asHolder));
       if (answer === null) {
         count('timeout');
         continue;
@@ -93,7 +95,7 @@ test('killing the etcd leader mid-run: no overlapping grants, increasing tokens,
       grants.push({ key, token: BigInt(answer.body.fencingToken), requestedAt, grantedAt, releasedAt });
       // Release until it is answered: NOT_LEADER and timeouts are retried; LOCK_LOST would mean the lock ended under us.
       for (;;) {
-        const released = await call(() => api.release(key, { sessionId, fencingToken: answer.body.fencingToken }));
+        const released = await call(() => api.release(key, { sessionId, fencingToken: answer.body.fencingToken }, asHolder));
         if (released === null) {
           count('timeout');
           continue;

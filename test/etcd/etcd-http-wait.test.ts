@@ -153,7 +153,7 @@ describe('server-side wait on etcd, waiter and holder on different instances', (
     const connection = new AbortController();
     const request = fetch(`${a.server.url}/v1/locks/${encodeURIComponent(key)}/acquire`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${a.api.sessionToken(waiter)!}` },
       body: JSON.stringify({ sessionId: waiter, waitMillis: 20_000 }),
       signal: connection.signal,
     }).catch((error: unknown) => error);

@@ -14,14 +14,14 @@ const store = fixture.store;
 
 /** Holder A takes `key`; B's attempt fails at revision R. */
 async function holdAndFail(s: EtcdStore, key: string) {
-  const now = Date.now();
-  const holder = await openSession(s, now);
-  const waiter = await openSession(s, now);
-  const grant = await s.tryAcquire({ key, sessionId: holder.sessionId, ttlMillis: 30_000, now });
+  const holder = await openSession(s);
+  const waiter = await openSession(s);
+  const grant = await s.tryAcquire({ key, session: holder.credential, ttlMillis: 30_000 });
   if (grant.kind !== 'granted') throw new Error('holder got no grant');
-  const failed = await s.tryAcquire({ key, sessionId: waiter.sessionId, ttlMillis: 30_000, now });
+  const failed = await s.tryAcquire({ key, session: waiter.credential, ttlMillis: 30_000 });
   if (failed.kind !== 'held' || failed.observedRevision === undefined) throw new Error('waiter was not refused with a revision');
-  return { holder, waiter, token: grant.grant.fencingToken, observedRevision: failed.observedRevision };
+  const release = () => s.release({ key, session: holder.credential, fencingToken: grant.grant.fencingToken });
+  return { holder, waiter, token: grant.grant.fencingToken, observedRevision: failed.observedRevision, release };
 }
 
 const never = new AbortController().signal;
@@ -35,10 +35,10 @@ for (const shape of ['shared', 'per-call'] as const) {
       // the per-key delete record; per-call: startRevision omitted and no read-back) —
       // both returned "deadline" after 5 s. The raw watch below shows the same thing live.
       const s = await store(shape);
-      const { token, observedRevision } = await holdAndFail(s, 'gap');
+      const { observedRevision, release } = await holdAndFail(s, 'gap');
 
       // Provable order: the release is committed (awaited) before waitForRelease is even called.
-      expect(await s.release({ key: 'gap', fencingToken: token, now: Date.now() })).not.toBeNull();
+      expect((await release()).kind).toBe('released');
 
       const raw = new Etcd3({ hosts: fixture.etcd.endpoints });
       const fromNow = await raw.watch().prefix('/holdfast/').create();
@@ -58,11 +58,11 @@ for (const shape of ['shared', 'per-call'] as const) {
 
     it('happy path: the holder releases after 200 ms and the waiter wakes with "released"', async () => {
       const s = await store(shape);
-      const { waiter, token, observedRevision } = await holdAndFail(s, 'happy');
+      const { waiter, observedRevision, release } = await holdAndFail(s, 'happy');
       const started = performance.now();
       const waiting = s.waitForRelease({ key: 'happy', observedRevision, timeoutMillis: 10_000, signal: never });
       const released = new Promise<void>((resolve) =>
-        setTimeout(() => void s.release({ key: 'happy', fencingToken: token, now: Date.now() }).then(() => resolve()), 200),
+        setTimeout(() => void release().then(() => resolve()), 200),
       );
       expect(await waiting).toEqual({ outcome: 'released' });
       const waited = elapsedSince(started);
@@ -70,12 +70,12 @@ for (const shape of ['shared', 'per-call'] as const) {
       expect(waited).toBeGreaterThanOrEqual(195);
       expect(waited).toBeLessThan(1_000);
       // A hint, not a grant: the waiter still has to take it.
-      expect((await s.tryAcquire({ key: 'happy', sessionId: waiter.sessionId, ttlMillis: 1_000, now: Date.now() })).kind).toBe('granted');
+      expect((await s.tryAcquire({ key: 'happy', session: waiter.credential, ttlMillis: 1_000 })).kind).toBe('granted');
     });
 
     it('renewals by the holder do not wake the waiter and cost the waiter no requests', async () => {
       const s = await store(shape);
-      const { holder, token, observedRevision } = await holdAndFail(s, 'renewed');
+      const { holder, token, observedRevision, release } = await holdAndFail(s, 'renewed');
       let settled = false;
       const waiting = s.waitForRelease({ key: 'renewed', observedRevision, timeoutMillis: 20_000, signal: never }).then((result) => {
         settled = true;
@@ -85,15 +85,15 @@ for (const shape of ['shared', 'per-call'] as const) {
       await new Promise((resolve) => setTimeout(resolve, 300));
       const before = await etcdKvRequests(fixture.etcd.endpoints[0]!);
       for (let i = 0; i < 2; i += 1) {
-        const renewed = await s.renew({ key: 'renewed', sessionId: holder.sessionId, fencingToken: token, ttlMillis: 30_000, now: Date.now() });
-        expect(renewed?.fencingToken).toBe(token);
+        const renewed = await s.renew({ key: 'renewed', session: holder.credential, fencingToken: token, ttlMillis: 30_000 });
+        expect(renewed).toMatchObject({ kind: 'renewed', lock: { fencingToken: token } });
         await new Promise((resolve) => setTimeout(resolve, 150));
       }
       const after = await etcdKvRequests(fixture.etcd.endpoints[0]!);
       expect(settled).toBe(false);
-      // Each renew is one read txn + one write txn; anything beyond that would be the waiter polling.
+      // Each renew is one read txn + one write txn (its lease calls are not KV requests); anything beyond that would be the waiter polling.
       expect(after - before).toBe(4);
-      await s.release({ key: 'renewed', fencingToken: token, now: Date.now() });
+      await release();
       expect(await waiting).toEqual({ outcome: 'released' });
     });
 
@@ -129,12 +129,33 @@ for (const shape of ['shared', 'per-call'] as const) {
       const waiting = s.waitForRelease({ key: 'killed', observedRevision, timeoutMillis: 20_000, signal: never, sessionId: waiter.sessionId });
       await new Promise((resolve) => setTimeout(resolve, 100));
       const started = performance.now();
-      await other.killSession(waiter.sessionId, Date.now(), { at: Date.now(), actor: 'ops', requestId: 'kill-1', reason: 'test' });
+      await other.killSession(waiter.sessionId, { actor: 'ops', requestId: 'kill-1', reason: 'test' });
       expect(await waiting).toEqual({ outcome: 'released' });
       expect(elapsedSince(started)).toBeLessThan(1_000);
-      expect(await s.tryAcquire({ key: 'killed', sessionId: waiter.sessionId, ttlMillis: 1_000, now: Date.now() })).toEqual({
+      expect(await s.tryAcquire({ key: 'killed', session: waiter.credential, ttlMillis: 1_000 })).toEqual({
         kind: 'session_not_found',
       });
+    });
+
+    it('a waiter wakes when the holder\'s session lease runs out, before any sweep, and its retry is granted', async () => {
+      const s = await store(shape);
+      const holder = await openSession(s, 2_000);
+      const waiter = await openSession(s, 60_000);
+      expect((await s.tryAcquire({ key: 'holder-lapses', session: holder.credential, ttlMillis: 60_000 })).kind).toBe('granted');
+      const failed = await s.tryAcquire({ key: 'holder-lapses', session: waiter.credential, ttlMillis: 30_000 });
+      if (failed.kind !== 'held') throw new Error(`expected held, got ${failed.kind}`);
+      const started = performance.now();
+      const result = await s.waitForRelease({
+        key: 'holder-lapses',
+        observedRevision: failed.observedRevision,
+        sessionId: waiter.sessionId,
+        timeoutMillis: 15_000,
+        signal: never,
+      });
+      expect(result).toEqual({ outcome: 'released' });
+      // The lock's own lease runs 60 s; the holder's session lease (2 s) ended the wait.
+      expect(elapsedSince(started)).toBeLessThan(6_000);
+      expect((await s.tryAcquire({ key: 'holder-lapses', session: waiter.credential, ttlMillis: 30_000 })).kind).toBe('granted');
     });
   });
 }
@@ -160,7 +181,7 @@ describe('waitForRelease fallback', () => {
     const own = await startEtcd();
     const s = await openStore(own.endpoints, 'shared');
     try {
-      const { token, observedRevision } = await holdAndFail(s, 'lost');
+      const { observedRevision, release } = await holdAndFail(s, 'lost');
       const waiting = s.waitForRelease({ key: 'lost', observedRevision, timeoutMillis: 20_000, signal: never });
       await new Promise((resolve) => setTimeout(resolve, 100));
       const started = performance.now();
@@ -179,7 +200,7 @@ describe('waitForRelease fallback', () => {
         again = await s.waitForRelease({ key: 'lost', observedRevision, timeoutMillis: 100, signal: never });
       }
       expect(again.outcome).toBe('deadline'); // reconnected, and the lock is still held
-      await s.release({ key: 'lost', fencingToken: token, now: Date.now() });
+      await release();
       expect(await s.waitForRelease({ key: 'lost', observedRevision, timeoutMillis: 5_000, signal: never })).toEqual({ outcome: 'released' });
     } finally {
       await s.close();

@@ -1,23 +1,36 @@
 /** Shared pieces of the etcd store tests: fresh isolated stores, sessions, and etcd's own request counters. */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { startEtcd, type EtcdNode } from '../support/etcd.js';
-import { EtcdStore, type WaitShape } from '../../lock/store/etcd/etcd-store.js';
-import type { SessionRecord } from '../../lock/store/spi.js';
+import { EtcdStore, type EtcdStoreOptions, type WaitShape } from '../../lock/store/etcd/etcd-store.js';
+import type { SessionCredential, SessionRecord } from '../../lock/store/spi.js';
+
+export type ExtraStoreOptions = Pick<EtcdStoreOptions, 'clock' | 'auditSealer'>;
 
 /** A store in its own namespace, so tests sharing one etcd never see each other's keys. */
-export async function openStore(endpoints: string[], waitShape: WaitShape = 'shared', namespace: string = randomUUID()): Promise<EtcdStore> {
-  const store = new EtcdStore({ endpoints, namespace, waitShape });
+export async function openStore(
+  endpoints: string[],
+  waitShape: WaitShape = 'shared',
+  namespace: string = randomUUID(),
+  extra: ExtraStoreOptions = {},
+): Promise<EtcdStore> {
+  const store = new EtcdStore({ endpoints, namespace, waitShape, ...extra });
   await store.init();
   return store;
 }
 
-export function sessionRecord(now: number, ttlMillis = 15_000, owner = 'test'): SessionRecord {
-  return { sessionId: randomUUID(), owner, ttlMillis, createdAt: now, lastHeartbeatAt: now, expiresAt: now + ttlMillis };
+export const hashOf = (token: string): string => createHash('sha256').update(token, 'utf8').digest('hex');
+
+/** An open session and the credential its holder presents (the token itself never reaches the store). */
+export interface TestSession extends SessionRecord {
+  credential: SessionCredential;
 }
 
-export async function openSession(store: EtcdStore, now = Date.now(), ttlMillis = 15_000, owner = 'test'): Promise<SessionRecord> {
-  return store.openSession(sessionRecord(now, ttlMillis, owner));
+export async function openSession(store: EtcdStore, ttlMillis = 15_000, owner = 'test'): Promise<TestSession> {
+  const sessionId = randomUUID();
+  const tokenHash = hashOf(randomBytes(24).toString('base64url'));
+  const record = await store.openSession({ sessionId, owner, ttlMillis, tokenHash });
+  return { ...record, credential: { sessionId, tokenHash } };
 }
 
 /**
@@ -48,7 +61,10 @@ export function namespaceOf(store: EtcdStore): string {
  * One real etcd for a test file, and stores opened on it that are checked and
  * closed after every test: no watcher may outlive the wait that opened it.
  */
-export function etcdStores(): { readonly etcd: EtcdNode; store(shape?: WaitShape, namespace?: string): Promise<EtcdStore> } {
+export function etcdStores(): {
+  readonly etcd: EtcdNode;
+  store(shape?: WaitShape, namespace?: string, extra?: ExtraStoreOptions): Promise<EtcdStore>;
+} {
   let etcd: EtcdNode | undefined;
   const opened: EtcdStore[] = [];
   beforeAll(async () => {
@@ -72,10 +88,22 @@ export function etcdStores(): { readonly etcd: EtcdNode; store(shape?: WaitShape
       return running();
     },
     // A plain function (no `this`), so tests can take it off the fixture.
-    store: async (shape: WaitShape = 'shared', namespace?: string) => {
-      const store = await openStore(running().endpoints, shape, namespace);
+    store: async (shape: WaitShape = 'shared', namespace?: string, extra?: ExtraStoreOptions) => {
+      const store = await openStore(running().endpoints, shape, namespace, extra);
       opened.push(store);
       return store;
     },
   };
+}
+
+/**
+ * Polls `check` until it answers true, or fails at `timeoutMs`: for what etcd
+ * decides on its own clock (a lease running out), which a test can only observe.
+ */
+export async function until(check: () => Promise<boolean>, timeoutMs = 10_000, what = 'condition'): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${what} not reached within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }

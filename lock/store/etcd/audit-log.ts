@@ -5,15 +5,15 @@
  * without its entry (or two appends claiming one seq) cannot commit.
  */
 import { SortOrder, SortTarget, type Etcd3, type ICompare, type IRequestOp } from 'etcd3';
-import { GENESIS_HASH, sealAuditEntry, type UnsealedAuditEntry } from '../../audit/chain.js';
+import { GENESIS_HASH, type AuditSealer, type UnsealedAuditEntry } from '../../audit/chain.js';
 import type { AuditEntry, Page } from '../../../contract/records.js';
-import type { AuditDraft, AuditQuery } from '../spi.js';
+import type { AuditDraft, AuditHead, AuditQuery } from '../spi.js';
 import { decodeCursor, encodeCursor } from './cursors.js';
 import { range } from './etcd-client.js';
 import type { KeyLayout } from './keys.js';
 import { modRevisionIs, putOp } from './ops.js';
 
-export interface AuditHead {
+export interface StoredAuditHead {
   seq: number;
   hash: string;
   /** '0' while the trail is empty (absent keys compare as revision 0). */
@@ -28,7 +28,7 @@ export interface PlannedAppend {
 
 const CHAIN_PAGE = 500;
 
-export async function readAuditHead(client: Etcd3, keys: KeyLayout): Promise<AuditHead> {
+export async function readAuditHead(client: Etcd3, keys: KeyLayout): Promise<StoredAuditHead> {
   const response = await range(client, { key: keys.auditHead });
   const kv = response.kvs[0];
   if (!kv) return { seq: 0, hash: GENESIS_HASH, modRevision: '0' };
@@ -36,16 +36,27 @@ export async function readAuditHead(client: Etcd3, keys: KeyLayout): Promise<Aud
   return { seq: stored.seq, hash: stored.hash, modRevision: String(kv.mod_revision) };
 }
 
+/** The SPI's view of the head: what verification compares the chain with. */
+export function publicHead(head: StoredAuditHead): AuditHead {
+  return { lastId: String(head.seq), lastHash: head.hash };
+}
+
+/**
+ * `at` is the answering server's clock (etcd has none to offer): advisory, like
+ * every instant in etcd records. The chain order is the seq, not `at`.
+ */
 export function planAuditAppend(
   keys: KeyLayout,
-  head: AuditHead,
+  sealer: AuditSealer,
+  head: StoredAuditHead,
+  at: number,
   draft: AuditDraft,
   fields: Pick<UnsealedAuditEntry, 'action' | 'target' | 'fencingToken' | 'outcome'>,
 ): PlannedAppend {
   const seq = head.seq + 1;
-  const entry = sealAuditEntry(head.hash, {
+  const entry = sealer.seal(head.hash, {
     id: String(seq),
-    at: draft.at,
+    at,
     actor: draft.actor,
     action: fields.action,
     target: fields.target,

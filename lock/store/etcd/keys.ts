@@ -1,25 +1,42 @@
 /**
  * Where Holdfast keeps its state in etcd. Everything lives under one root so
- * a cluster can host several Holdfast deployments (or test runs) side by side:
+ * a cluster can host several Holdfast deployments (or test runs) side by side.
  *
- *   {root}s/{sessionId}   session record, attached to the session's lease
- *   {root}l/{lockKey}     lock record, attached to its session's lease;
- *                         the key's create revision is the fencing token
- *   {root}a/{seq}         audit entry, seq zero-padded so keys sort in chain order
- *   {root}ah              audit head: the last seq and hash, compared on every append
+ * Liveness is a key on a lease (etcd's clock ends it); the record beside it is
+ * unleased, so the sweeper can still report what etcd dropped:
+ *
+ *   {root}s/{sessionId}          session liveness: on the session's lease; value = the session record
+ *   {root}sr/{sessionId}         session record (unleased), created and deleted with the session
+ *   {root}l/{lockKey}            lock liveness: on a lease of its TTL bucket (leases.ts); its create revision is
+ *                                the fencing token; value names the holder session's incarnation
+ *   {root}lr/{sessionId}/{lockKey}  grant record (unleased), created in the same txn as l/ (same
+ *                                create revision), so a session's grants are one prefix range
+ *   {root}a/{seq}                audit entry, seq zero-padded so keys sort in chain order
+ *   {root}ah                     audit head: the last seq and hash, compared on every append
+ *
+ * In grant record keys the session id is URI-encoded (no "/" left), so {sessionId}/ is an unambiguous prefix.
  */
 export interface KeyLayout {
   readonly root: string;
   session(sessionId: string): Buffer;
+  sessionRecord(sessionId: string): Buffer;
   lock(key: string): Buffer;
+  lockRecord(sessionId: string, key: string): Buffer;
+  /** Prefix of every grant record of one session. */
+  lockRecordsOf(sessionId: string): Buffer;
   auditEntry(seq: number): Buffer;
   readonly auditHead: Buffer;
   readonly sessionsPrefix: Buffer;
+  readonly sessionRecordsPrefix: Buffer;
   readonly locksPrefix: Buffer;
+  readonly lockRecordsPrefix: Buffer;
   readonly auditPrefix: Buffer;
   /** The lock key a full etcd key names, or null when it is not a lock key. */
   lockKeyOf(etcdKey: Buffer): string | null;
   sessionIdOf(etcdKey: Buffer): string | null;
+  sessionIdOfRecord(etcdKey: Buffer): string | null;
+  /** The (session, lock key) a grant record's etcd key names. */
+  lockRecordOf(etcdKey: Buffer): { sessionId: string; key: string } | null;
 }
 
 const AUDIT_SEQ_WIDTH = 16;
@@ -27,7 +44,9 @@ const AUDIT_SEQ_WIDTH = 16;
 export function keyLayout(prefix = '/holdfast/', namespace?: string): KeyLayout {
   const root = namespace ? `${prefix}${namespace}/` : prefix;
   const sessionsPrefix = Buffer.from(`${root}s/`);
+  const sessionRecordsPrefix = Buffer.from(`${root}sr/`);
   const locksPrefix = Buffer.from(`${root}l/`);
+  const lockRecordsPrefix = Buffer.from(`${root}lr/`);
   const auditPrefix = Buffer.from(`${root}a/`);
   const under = (prefixBytes: Buffer, etcdKey: Buffer): string | null =>
     etcdKey.length >= prefixBytes.length && etcdKey.subarray(0, prefixBytes.length).equals(prefixBytes)
@@ -36,14 +55,26 @@ export function keyLayout(prefix = '/holdfast/', namespace?: string): KeyLayout 
   return {
     root,
     session: (sessionId) => Buffer.concat([sessionsPrefix, Buffer.from(sessionId)]),
+    sessionRecord: (sessionId) => Buffer.concat([sessionRecordsPrefix, Buffer.from(sessionId)]),
     lock: (key) => Buffer.concat([locksPrefix, Buffer.from(key)]),
+    lockRecord: (sessionId, key) => Buffer.concat([lockRecordsPrefix, Buffer.from(`${encodeURIComponent(sessionId)}/`), Buffer.from(key)]),
+    lockRecordsOf: (sessionId) => Buffer.concat([lockRecordsPrefix, Buffer.from(`${encodeURIComponent(sessionId)}/`)]),
     auditEntry: (seq) => Buffer.concat([auditPrefix, Buffer.from(String(seq).padStart(AUDIT_SEQ_WIDTH, '0'))]),
     auditHead: Buffer.from(`${root}ah`),
     sessionsPrefix,
+    sessionRecordsPrefix,
     locksPrefix,
+    lockRecordsPrefix,
     auditPrefix,
     lockKeyOf: (etcdKey) => under(locksPrefix, etcdKey),
     sessionIdOf: (etcdKey) => under(sessionsPrefix, etcdKey),
+    sessionIdOfRecord: (etcdKey) => under(sessionRecordsPrefix, etcdKey),
+    lockRecordOf: (etcdKey) => {
+      const rest = under(lockRecordsPrefix, etcdKey);
+      if (rest === null) return null;
+      const slash = rest.indexOf('/');
+      return slash < 0 ? null : { sessionId: decodeURIComponent(rest.slice(0, slash)), key: rest.slice(slash + 1) };
+    },
   };
 }
 

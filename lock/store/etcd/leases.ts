@@ -1,23 +1,20 @@
 /**
- * Session leases. Each session owns one etcd lease; its session record and all
- * its locks are attached to it, so if every Holdfast server dies, etcd itself
- * deletes the session's locks when the lease runs out (nobody heartbeats).
+ * Leases: etcd's clock decides every expiry. A session's liveness key sits on
+ * the session's own lease (heartbeat = keep-alive): it lives at least its TTL and
+ * less than 1 s longer (TTLs are whole seconds, rounded up). Each grant's liveness
+ * key sits on a pooled lease of its TTL bucket (GrantLeasePool below; renew = the
+ * key moved to a fresh one, in a txn that compares what it depends on): at least
+ * its TTL, less than TTL + 1.25 s. No server wall clock enters. etcd also raises
+ * any TTL below its minimum (1.5 × election timeout: 2 s at the default 1 s).
  * The library's Lease class always grants a new lease, so these talk to the
  * lease service directly by id.
  */
 import type { Etcd3 } from 'etcd3';
-import { retryRead } from './etcd-client.js';
 
-/**
- * The lease outlives the session's logical TTL by this much, so the sweeper
- * (which reports `session_expired`) normally ends the session before etcd does;
- * etcd's deletion is the backstop for when no server is left to sweep.
- */
-const LEASE_GRACE_SECONDS = 1;
 const KEEPALIVE_TIMEOUT_MS = 3_000;
 
-export function leaseTtlSeconds(sessionTtlMillis: number): number {
-  return Math.ceil(sessionTtlMillis / 1000) + LEASE_GRACE_SECONDS;
+export function leaseTtlSeconds(ttlMillis: number): number {
+  return Math.max(1, Math.ceil(ttlMillis / 1000));
 }
 
 export async function grantLease(client: Etcd3, ttlSeconds: number): Promise<string> {
@@ -47,7 +44,7 @@ export async function keepAliveOnce(client: Etcd3, leaseId: string): Promise<num
   }
 }
 
-/** Best effort: the keys are already gone when this runs; a lease left behind just runs out. */
+/** Best effort: the keys are already gone or moved when this runs; a lease left behind just runs out. */
 export async function revokeLease(client: Etcd3, leaseId: string): Promise<void> {
   try {
     await client.leaseClient.leaseRevoke({ ID: leaseId });
@@ -56,8 +53,45 @@ export async function revokeLease(client: Etcd3, leaseId: string): Promise<void>
   }
 }
 
-/** Every key attached to the lease (the session record and the session's locks). */
-export async function keysOfLease(client: Etcd3, leaseId: string): Promise<Buffer[]> {
-  const response = await retryRead(() => client.leaseClient.leaseTimeToLive({ ID: leaseId, keys: true }));
-  return Number(response.TTL) < 0 ? [] : response.keys;
+
+/**
+ * How long a pooled grant lease may be handed out after it was requested. A
+ * lease for TTL t is granted for ceil((t + REUSE_WINDOW_MS) / 1 s) seconds, so
+ * whenever it is handed out its remaining life is still at least t.
+ */
+const REUSE_WINDOW_MS = 250;
+
+interface PooledLease {
+  id: Promise<string>;
+  /** performance.now() before the grant request was sent: etcd starts counting later than that. */
+  requestedAt: number;
+}
+
+/**
+ * Grant leases shared by the grants of one TTL bucket: a lease per grant would
+ * cost two extra raft writes per acquire (grant, then revoke). Each grant still
+ * has an etcd-clocked lifetime of its own: at least its TTL from the moment its
+ * request reached this process, less than TTL + REUSE_WINDOW_MS + 1 s. Only a
+ * duration measured on this process's monotonic clock (not its wall clock) picks
+ * the lease, and it errs towards a longer life. A shared lease is never revoked:
+ * it runs out by itself once no grant uses it.
+ */
+export class GrantLeasePool {
+  private readonly current = new Map<number, PooledLease>();
+
+  constructor(private readonly grant: (ttlSeconds: number) => Promise<string>) {}
+
+  /** A lease whose remaining life is at least `ttlMillis` from now. */
+  async forTtl(ttlMillis: number): Promise<string> {
+    const seconds = leaseTtlSeconds(ttlMillis + REUSE_WINDOW_MS);
+    const slack = seconds * 1000 - ttlMillis;
+    const pooled = this.current.get(seconds);
+    if (pooled && performance.now() - pooled.requestedAt <= slack) return pooled.id;
+    const fresh: PooledLease = { requestedAt: performance.now(), id: this.grant(seconds) };
+    this.current.set(seconds, fresh);
+    fresh.id.catch(() => {
+      if (this.current.get(seconds) === fresh) this.current.delete(seconds);
+    });
+    return fresh.id;
+  }
 }

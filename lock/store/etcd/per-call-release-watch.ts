@@ -14,7 +14,7 @@ import type { Etcd3, IKeyValue, Watcher } from 'etcd3';
 import type { WaitResult } from '../spi.js';
 import { range } from './etcd-client.js';
 import type { KeyLayout } from './keys.js';
-import { PendingWait, type EtcdWaitRequest, type WaitStrategy } from './wait-request.js';
+import { PendingWait, type AnchoredWaitRequest, type WaitStrategy } from './wait-request.js';
 
 export class PerCallReleaseWatch implements WaitStrategy {
   private open = 0;
@@ -32,7 +32,7 @@ export class PerCallReleaseWatch implements WaitStrategy {
     return this.open;
   }
 
-  async wait(request: EtcdWaitRequest & { observedRevision: string }): Promise<WaitResult> {
+  async wait(request: AnchoredWaitRequest): Promise<WaitResult> {
     const after = Number(request.observedRevision);
     const lockKey = this.keys.lock(request.key);
     const wait = new PendingWait(request.timeoutMillis, request.signal);
@@ -61,6 +61,7 @@ export class PerCallReleaseWatch implements WaitStrategy {
       };
       watchKey(lockKey);
       if (request.sessionId !== undefined) watchKey(this.keys.session(request.sessionId));
+      if (request.holderSessionId !== undefined) watchKey(this.keys.session(request.holderSessionId));
       return await wait.result;
     } finally {
       wait.dispose();

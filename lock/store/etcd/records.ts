@@ -1,29 +1,41 @@
 /**
  * The JSON values stored at session and lock keys, and their translation to
  * SPI records. The fencing token is not stored: it is the lock key's create
- * revision, which etcd assigns and nobody can write.
+ * revision (its grant record shares it), which etcd assigns and nobody can write.
+ *
+ * Instants here (createdAt, lastHeartbeatAt, expiresAt, grantedAt) are advisory:
+ * the answering server's clock when it wrote them. Liveness never reads them;
+ * it is the existence of leased keys.
  */
 import type { IKeyValue } from 'etcd3';
 import type { HeldLock, SessionRecord } from '../spi.js';
 
 export interface StoredSession extends SessionRecord {
-  /** etcd lease id (decimal string) every key of this session is attached to. */
+  /** SHA-256 (hex) of the session's bearer token; never the token itself. */
+  tokenHash: string;
+  /** etcd lease id (decimal string) the session's liveness key is attached to. */
   leaseId: string;
 }
 
 export interface StoredLock {
   sessionId: string;
+  /** Create revision of the holder session's liveness key: which incarnation holds it. */
+  sessionRevision: string;
   owner: string;
   ttlMillis: number;
   grantedAt: number;
   expiresAt: number;
+  /** The lease the liveness key sits on (shared within a TTL bucket). */
+  leaseId: string;
+  /** Unique per write: tells a call whose txn outcome was unknown whether its own write landed. */
+  writeId: string;
 }
 
-/** A lock as read from etcd: its record plus the revisions the store compares on. */
+/** A lock as read from etcd (liveness key or grant record): its record plus the revisions the store compares on. */
 export interface LockRow {
   lock: HeldLock;
+  stored: StoredLock;
   modRevision: string;
-  leaseId: string;
 }
 
 /** A session as read from etcd, with the revisions that identify this incarnation of it. */
@@ -54,8 +66,8 @@ export function decodeLock(key: string, kv: IKeyValue): LockRow {
       grantedAt: stored.grantedAt,
       expiresAt: stored.expiresAt,
     },
+    stored,
     modRevision: String(kv.mod_revision),
-    leaseId: String(kv.lease),
   };
 }
 
@@ -68,23 +80,4 @@ export function toSessionRecord(stored: StoredSession): SessionRecord {
     lastHeartbeatAt: stored.lastHeartbeatAt,
     expiresAt: stored.expiresAt,
   };
-}
-
-export function toStoredLock(lock: HeldLock): StoredLock {
-  return {
-    sessionId: lock.sessionId,
-    owner: lock.owner,
-    ttlMillis: lock.ttlMillis,
-    grantedAt: lock.grantedAt,
-    expiresAt: lock.expiresAt,
-  };
-}
-
-export function sessionIsLive(session: SessionRecord, now: number): boolean {
-  return session.expiresAt > now;
-}
-
-/** A lock is live while its own TTL runs and its session is live (SPI rule: otherwise it is free). */
-export function lockIsLive(lock: HeldLock, session: SessionRecord | null, now: number): boolean {
-  return lock.expiresAt > now && session !== null && session.sessionId === lock.sessionId && sessionIsLive(session, now);
 }

@@ -1,24 +1,24 @@
 /**
  * Coalesces concurrent releases into one etcd request: the releases that
  * arrive in one event-loop turn go out together as nested txns, each its own
- * compare-and-delete on (key, create revision = token), so one failing compare
- * does not fail the others. A release is still exactly the same atomic
- * operation; only the round trip is shared. Acquires are not coalesced: keys
- * created in one txn would share a create revision, and fencing tokens must be
- * unique across the store.
+ * compare-and-delete (token, session incarnation), so one failing compare does
+ * not fail the others. A release is still exactly the same atomic operation;
+ * only the round trip is shared. Acquires are not coalesced: keys created in
+ * one txn would share a create revision, and fencing tokens must be unique
+ * across the store.
  */
-import type { Etcd3, IKeyValue, IRequestOp, ITxnResponse } from 'etcd3';
-import { createRevisionIs, deleteOp, deletedResult } from './ops.js';
+import type { Etcd3, ITxnRequest, ITxnResponse } from 'etcd3';
 
 interface PendingRelease {
+  /** The lock key: etcd refuses a txn that writes one key twice, so one key per batch. */
   lockKey: Buffer;
-  token: string;
-  resolve: (deleted: IKeyValue | undefined) => void;
+  txn: ITxnRequest;
+  resolve: (response: ITxnResponse) => void;
   reject: (error: unknown) => void;
 }
 
-/** etcd's default --max-txn-ops is 128. */
-const MAX_BATCH = 128;
+/** etcd's default --max-txn-ops is 128; each release deletes two keys. */
+const MAX_BATCH = 60;
 
 export class ReleaseBatcher {
   private pending: PendingRelease[] = [];
@@ -30,10 +30,13 @@ export class ReleaseBatcher {
     private readonly write: <T>(attempt: () => Promise<T>) => Promise<T>,
   ) {}
 
-  /** Compare-and-delete; resolves with the deleted key-value, or undefined if the token no longer held. */
-  release(lockKey: Buffer, token: string): Promise<IKeyValue | undefined> {
+  /**
+   * Runs `txn` (a compare-and-delete whose repeat is a no-op) in the next batch;
+   * resolves with its own response (for nested txns, the inner one).
+   */
+  submit(lockKey: Buffer, txn: ITxnRequest): Promise<ITxnResponse> {
     return new Promise((resolve, reject) => {
-      this.pending.push({ lockKey, token, resolve, reject });
+      this.pending.push({ lockKey, txn, resolve, reject });
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => this.flush());
@@ -46,7 +49,6 @@ export class ReleaseBatcher {
     let queue = this.pending;
     this.pending = [];
     while (queue.length > 0) {
-      // etcd refuses a txn that touches one key twice: a repeat of a key waits for the next batch.
       const batch: PendingRelease[] = [];
       const later: PendingRelease[] = [];
       const keys = new Set<string>();
@@ -68,23 +70,20 @@ export class ReleaseBatcher {
     try {
       if (batch.length === 1) {
         const [only] = batch as [PendingRelease];
-        const response = await this.write(() => this.client().kv.txn(this.compareAndDelete(only)));
-        only.resolve(response.succeeded ? deletedResult(response, 0) : undefined);
+        only.resolve(await this.write(() => this.client().kv.txn(only.txn)));
         return;
       }
-      const nested: IRequestOp[] = batch.map((request) => ({ request_txn: this.compareAndDelete(request) }));
       // Retrying the whole batch is safe: an applied delete fails its compare the second time.
-      const response = await this.write(() => this.client().kv.txn({ compare: [], success: nested, failure: [] }));
+      const response = await this.write(() =>
+        this.client().kv.txn({ compare: [], success: batch.map((request) => ({ request_txn: request.txn })), failure: [] }),
+      );
       batch.forEach((request, index) => {
         const inner = response.responses[index]?.response_txn as ITxnResponse | undefined;
-        request.resolve(inner?.succeeded ? deletedResult(inner, 0) : undefined);
+        if (inner) request.resolve({ ...inner, header: response.header });
+        else request.reject(new Error('etcd answered a release batch without the inner txn'));
       });
     } catch (error) {
       for (const request of batch) request.reject(error);
     }
-  }
-
-  private compareAndDelete(request: PendingRelease) {
-    return { compare: [createRevisionIs(request.lockKey, request.token)], success: [deleteOp(request.lockKey)], failure: [] };
   }
 }

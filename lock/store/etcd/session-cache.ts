@@ -1,12 +1,12 @@
 /**
- * What this process last saw of each session, so an acquire is one txn
- * instead of read-then-txn.
+ * What this process last saw of each session, so a session-scoped call need
+ * not read the session before its txn.
  *
- * Safe to trust because a session only changes in two ways: a heartbeat moves
- * `expiresAt` forward (a cached value is then too early, never too late: when
- * the cache says "expired" the store re-reads), and an end deletes the key
- * (every txn that relies on the cache compares the key's create revision, so
- * an ended or replaced session fails the compare).
+ * Safe to trust because what the store uses from it never changes within one
+ * incarnation of a session (create revision, token hash, lease id), and every
+ * txn that relies on it compares the liveness key's create revision: an ended
+ * or replaced session fails the compare and the store re-reads. Whether the
+ * session is live is never taken from here.
  */
 import type { SessionRow } from './records.js';
 
@@ -19,10 +19,7 @@ export class SessionCache {
     return this.rows.get(sessionId);
   }
 
-  /** Keeps the row with the later expiry, so an older read cannot shorten a session. */
   remember(row: SessionRow): void {
-    const known = this.rows.get(row.session.sessionId);
-    if (known && known.createRevision === row.createRevision && known.session.expiresAt > row.session.expiresAt) return;
     this.rows.delete(row.session.sessionId);
     this.rows.set(row.session.sessionId, row);
     if (this.rows.size > MAX_ENTRIES) {

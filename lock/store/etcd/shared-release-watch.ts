@@ -26,7 +26,7 @@ import type { Etcd3, IKeyValue, Watcher } from 'etcd3';
 import type { WaitResult } from '../spi.js';
 import { range } from './etcd-client.js';
 import type { KeyLayout } from './keys.js';
-import { PendingWait, type EtcdWaitRequest, type WaitStrategy } from './wait-request.js';
+import { PendingWait, type AnchoredWaitRequest, type WaitStrategy } from './wait-request.js';
 
 /** Keys whose last DELETE revision is remembered; older entries are evicted and raise `evictedFloor`. */
 const MAX_DELETE_RECORDS = 8_192;
@@ -80,11 +80,12 @@ export class SharedReleaseWatch implements WaitStrategy {
     return this.state === 'connected';
   }
 
-  async wait(request: EtcdWaitRequest & { observedRevision: string }): Promise<WaitResult> {
+  async wait(request: AnchoredWaitRequest): Promise<WaitResult> {
     if (this.state !== 'connected') return { outcome: 'fallback', cause: this.failure };
     const after = Number(request.observedRevision);
     const watched = [this.keys.lock(request.key)];
     if (request.sessionId !== undefined) watched.push(this.keys.session(request.sessionId));
+    if (request.holderSessionId !== undefined) watched.push(this.keys.session(request.holderSessionId));
     const names = watched.map((key) => key.toString('latin1'));
 
     // Gap race: the release may already have happened between the failed attempt and now.

@@ -17,10 +17,21 @@ export interface EtcdWaitRequest {
   sessionId?: string;
 }
 
+/** What a wait shape is given: the request anchored on a revision, and the holder seen at that revision. */
+export interface AnchoredWaitRequest extends EtcdWaitRequest {
+  observedRevision: string;
+  /**
+   * The session that held the key when the attempt failed. Its session ending
+   * (its lease running out) frees the key before any sweep deletes the lock key,
+   * so the wait ends on that too.
+   */
+  holderSessionId?: string;
+}
+
 export interface WaitStrategy {
   start(): Promise<void>;
   stop(): Promise<void>;
-  wait(request: EtcdWaitRequest & { observedRevision: string }): Promise<WaitResult>;
+  wait(request: AnchoredWaitRequest): Promise<WaitResult>;
   /** Waits (and, per call, etcd watches) open right now. */
   openWatchCount(): number;
 }

@@ -1,7 +1,7 @@
 import { PGlite, types as pgliteTypes, type PGliteOptions } from '@electric-sql/pglite';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.js';
 import { makeOwnerOnly, ownerOnlyUmask } from './private-files.js';
-import type { Queryable, Row, SqlDatabase } from './queryable.js';
+import type { NotificationHandlers, Queryable, Row, SqlDatabase } from './queryable.js';
 
 /**
  * PostgreSQL's default shared_buffers (128 MB) is zeroed at start inside the WASM heap, so all of
@@ -72,6 +72,15 @@ export class PgliteDatabase implements SqlDatabase {
           (await tx.query<R>(sql, params as unknown[])).rows,
       }),
     );
+  }
+
+  /** In-process: PGlite delivers NOTIFY to its own listeners after commit; there is no connection to lose. */
+  async listen(channel: string, handlers: NotificationHandlers): Promise<() => Promise<void>> {
+    const unlisten = await this.db.listen(channel, (payload) => handlers.notify(payload));
+    handlers.health(true, 'listening in process');
+    return async () => {
+      await unlisten();
+    };
   }
 
   /** A dump of the whole data dir, usable as a `template` for open(). */

@@ -16,7 +16,13 @@ import type {
   AuditHead,
   AuditQuery,
   CloseSessionResult,
+  DeadlockVerdict,
   EndedLock,
+  FleetWaitState,
+  InstancePublication,
+  ReleaseFeed,
+  ReleaseFeedListener,
+  WaitEdge,
   EndedSession,
   ForceRevokeResult,
   HeartbeatResult,
@@ -35,7 +41,9 @@ import type {
 import type { Queryable, Row, SqlDatabase } from './queryable.js';
 import { decodeCursor, encodeCursor } from '../cursor.js';
 import { migrate } from './schema.js';
+import { SqlFleet } from './sql-fleet.js';
 import { StatementBatcher } from './statement-batcher.js';
+import { acquireInRounds, type AcquireRequest, type AcquireRow } from './acquire-batch.js';
 
 const LOCK_COLUMNS = `key, session_id, owner, fencing_token::text AS fencing_token, ttl_millis, granted_at, expires_at`;
 const QUALIFIED_LOCK_COLUMNS = `l.key, l.session_id, l.owner, l.fencing_token::text AS fencing_token, l.ttl_millis, l.granted_at, l.expires_at`;
@@ -76,8 +84,10 @@ export interface SqlLockStoreOptions {
   sealer?: AuditSealer;
 }
 
-export class SqlLockStore implements LockStore {
+export class SqlLockStore implements LockStore, ReleaseFeed, FleetWaitState {
   private readonly releases = new StatementBatcher((batch: ReleaseRequest[]) => this.releaseBatch(batch));
+  private readonly acquires = new StatementBatcher((batch: AcquireRequest[]) => this.acquireBatch(batch));
+  private readonly fleet: SqlFleet;
   // Group commit for the steady load: at most two heartbeat (and two open) statements in flight,
   // so 128 callers make a few large statements rather than a pool full of small ones.
   private readonly heartbeats = new StatementBatcher((batch: SessionCredential[]) => this.heartbeatBatch(batch), 512, 2);
@@ -90,6 +100,7 @@ export class SqlLockStore implements LockStore {
     options: SqlLockStoreOptions = {},
   ) {
     this.sealer = options.sealer ?? createAuditSealer();
+    this.fleet = new SqlFleet(db);
   }
 
   async init(): Promise<void> {
@@ -267,17 +278,10 @@ export class SqlLockStore implements LockStore {
 
   // ---- locks --------------------------------------------------------------
 
-  async tryAcquire(req: { key: string; session: SessionCredential; ttlMillis: number }): Promise<TryAcquireResult> {
-    const rows = await this.guard(() =>
-      this.db.query(
-        `SELECT r_kind AS kind, r_key AS key, r_session_id AS session_id, r_owner AS owner, r_fencing_token AS fencing_token,
-           r_ttl_millis AS ttl_millis, r_granted_at AS granted_at, r_expires_at AS expires_at
-         FROM holdfast_try_acquire($1::text, $2::text, $3::text, $4::integer)`,
-        [req.key, req.session.sessionId, req.session.tokenHash, req.ttlMillis],
-      ),
-    );
-    const row = rows[0];
-    if (!row) throw new Error(`tryAcquire on ${JSON.stringify(req.key)} answered nothing`);
+  /** Concurrent try-acquires share one call (group commit, acquire-batch.ts); each gets its own answer. */
+  async tryAcquire(req: AcquireRequest): Promise<TryAcquireResult> {
+    const row = await this.acquires.submit(req);
+    if (row instanceof Error) throw row;
     switch (row.kind) {
       case 'session_not_found':
       case 'unauthenticated':
@@ -306,6 +310,26 @@ export class SqlLockStore implements LockStore {
     );
     if (rows[0]) return { kind: 'renewed', lock: toLock(rows[0]) };
     return (await this.refusal(this.db, req.session)) ?? { kind: 'lost' };
+  }
+
+  /**
+   * A batch whose call fails for a reason other than an unreachable store is retried one
+   * request at a time, so a request that PostgreSQL refuses fails alone.
+   */
+  private async acquireBatch(batch: AcquireRequest[]): Promise<(AcquireRow | Error)[]> {
+    try {
+      return await this.guard(() => acquireInRounds(this.db, batch));
+    } catch (error) {
+      if (batch.length === 1 || error instanceof NotLeaderError) throw error;
+      return Promise.all(
+        batch.map((request) =>
+          this.guard(() => acquireInRounds(this.db, [request])).then(
+            (rows) => rows[0]!,
+            (alone: unknown) => (alone instanceof Error ? alone : new Error(String(alone))),
+          ),
+        ),
+      );
+    }
   }
 
   /** Compare-and-delete on (key, token) of the caller's live grant; concurrent releases share one statement. */
@@ -468,6 +492,56 @@ export class SqlLockStore implements LockStore {
       oldestHeldMillis: Math.max(0, Number(rows[0]!.oldest)),
       sweepLagMillis: Math.max(0, Number(rows[0]!.overdue)),
     };
+  }
+
+  // ---- fleet (sql-fleet.ts) -------------------------------------------------
+
+  subscribeReleases(listener: ReleaseFeedListener): Promise<() => void> {
+    return this.fleet.subscribeReleases(listener);
+  }
+
+  heartbeatInstance(req: { instanceId: string; ttlMillis: number; published?: unknown }): Promise<{ liveInstances: number; joined: boolean }> {
+    return this.guard(() => this.fleet.heartbeatInstance(req));
+  }
+
+  leaveFleet(instanceId: string): Promise<void> {
+    return this.guard(() => this.fleet.leaveFleet(instanceId));
+  }
+
+  expireInstances(limit: number): Promise<number> {
+    return this.guard(() => this.fleet.expireInstances(limit));
+  }
+
+  instancePublications(): Promise<InstancePublication[]> {
+    return this.guard(() => this.fleet.instancePublications());
+  }
+
+  beginWait(req: { waitId: string; sessionId: string; key: string; instanceId: string }): Promise<void> {
+    return this.guard(() => this.fleet.beginWait(req));
+  }
+
+  endWait(waitId: string): Promise<void> {
+    return this.guard(() => this.fleet.endWait(waitId));
+  }
+
+  waiterCounts(keys: readonly string[]): Promise<Map<string, number>> {
+    return this.guard(() => this.fleet.waiterCounts(keys));
+  }
+
+  totalWaiters(): Promise<number> {
+    return this.guard(() => this.fleet.totalWaiters());
+  }
+
+  waitForEdges(limit: number): Promise<WaitEdge[]> {
+    return this.guard(() => this.fleet.waitForEdges(limit));
+  }
+
+  resolveDeadlocks(limit: number, decide: (edges: readonly WaitEdge[]) => DeadlockVerdict[]): Promise<DeadlockVerdict[] | null> {
+    return this.guard(() => this.fleet.resolveDeadlocks(limit, decide));
+  }
+
+  deadlockVictims(instanceId: string): Promise<DeadlockVerdict[]> {
+    return this.guard(() => this.fleet.deadlockVictims(instanceId));
   }
 
   // ---- internals ----------------------------------------------------------
