@@ -13,6 +13,9 @@
  *    their expiry until the sweeper has ended them all, and the churn's acquire p99 meanwhile.
  * 4. Server RSS, /metrics time, A1 (GET /v1/admin/locks) first page time at that state.
  * 5. Two instances on the same PostgreSQL: the paced load split over both, and their closed-loop rate.
+ * 6. etcd (one local node): one instance, sessions opened over HTTP, closed-loop heartbeats.
+ * Two diagnostic rows split the acceptance gap: the raw work on the server's pool size (16), and
+ * the store's batched heartbeat called in-process (no HTTP).
  *
  * Knobs: SCALE_SESSIONS (100000), SCALE_LOCKS (50000), SCALE_TTL_MS (15000), SCALE_CALLERS (128),
  * SCALE_STEP_SECONDS (8), SCALE_STORM_SESSIONS (10000). Writes bench/results/scale.md and
@@ -23,7 +26,10 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { startEtcd } from '../test/support/etcd.js';
 import { startPostgres, type PostgresCluster } from '../test/support/postgres.js';
+import { PgDatabase } from '../lock/store/sql/pg-database.js';
+import { SqlLockStore } from '../lock/store/sql/sql-store.js';
 import { spawnServer, type ServerProcess } from '../test/support/server-process.js';
 import { LeanHttpConnection } from './lib/lean-http.js';
 import { linePlotPng } from './lib/png-plot.js';
@@ -110,8 +116,8 @@ async function closedLoopHeartbeats(urls: string[], prefix: string, n: number, s
 }
 
 /** The raw backend: one UPDATE per heartbeat, `callers` at once on a pool as large. */
-async function rawHeartbeats(databaseUrl: string, prefix: string, n: number, seconds: number): Promise<Window> {
-  const db = new pg.Pool({ connectionString: databaseUrl, max: CALLERS });
+async function rawHeartbeats(databaseUrl: string, prefix: string, n: number, seconds: number, poolSize = CALLERS): Promise<Window> {
+  const db = new pg.Pool({ connectionString: databaseUrl, max: poolSize });
   const window = newWindow();
   const until = performance.now() + seconds * 1000;
   let next = 0;
@@ -131,6 +137,65 @@ async function rawHeartbeats(databaseUrl: string, prefix: string, n: number, sec
     }),
   );
   await db.end();
+  return window;
+}
+
+/** The store's own heartbeat (batched statements) called directly: the gain without HTTP. */
+async function storeHeartbeats(databaseUrl: string, prefix: string, n: number, seconds: number): Promise<Window> {
+  const store = new SqlLockStore(new PgDatabase(databaseUrl), 'postgres');
+  const window = newWindow();
+  const until = performance.now() + seconds * 1000;
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: CALLERS }, async () => {
+      while (performance.now() < until) {
+        const id = `${prefix}${next++ % n}`;
+        const t0 = performance.now();
+        const result = await store.heartbeat({ sessionId: id, tokenHash: hashOf(tokenOf(id)) });
+        if (result.kind === 'alive') window.latencies.push(performance.now() - t0);
+        else window.failures++;
+      }
+    }),
+  );
+  await store.close();
+  return window;
+}
+
+/** Sessions opened through HTTP (any store); returns their ids and tokens. */
+async function openOverHttp(url: string, count: number): Promise<{ id: string; token: string }[]> {
+  const pool = await connections([url], 32);
+  const opened: { id: string; token: string }[] = [];
+  let next = 0;
+  await Promise.all(
+    pool.map(async (c) => {
+      while (next++ < count) {
+        const body = (await c.request('POST', '/v1/sessions', { owner: 'scale', ttlMillis: 300_000 })).body as { sessionId: string; sessionToken: string };
+        opened.push({ id: body.sessionId, token: body.sessionToken });
+      }
+      c.close();
+    }),
+  );
+  return opened;
+}
+
+/** Closed-loop heartbeats of sessions opened over HTTP (their tokens are the server's). */
+async function closedLoopOpened(url: string, sessions: { id: string; token: string }[], seconds: number): Promise<Window> {
+  const pool = await connections([url], CALLERS);
+  const window = newWindow();
+  const until = performance.now() + seconds * 1000;
+  let next = 0;
+  await Promise.all(
+    pool.map(async (c) => {
+      while (performance.now() < until) {
+        const s = sessions[next++ % sessions.length]!;
+        const t0 = performance.now();
+        const answer = await c.request('POST', `/v1/sessions/${s.id}/heartbeat`, {}, s.token);
+        if (answer.status === 200) window.latencies.push(performance.now() - t0);
+        else window.failures++;
+      }
+    }),
+  );
+  pool.forEach((c) => c.close());
   return window;
 }
 
@@ -295,6 +360,11 @@ async function main() {
     add(`acceptance: one instance, ${CALLERS} callers, HTTP heartbeats/s (p99 ms)`, `${fmt(rateOf(http))} (${fmt(p99(http), 1)})`);
     add(`acceptance: raw one-UPDATE-per-heartbeat/s, pool ${CALLERS} (p99 ms)`, `${fmt(rateOf(raw))} (${fmt(p99(raw), 1)})`);
     add('acceptance: ratio HTTP / raw (target >= 1.5)', `${fmt(rateOf(http) / rateOf(raw), 2)}x`);
+    // Diagnostics: the raw work on the server's pool size, and the store's batched heartbeat without HTTP.
+    const raw16 = await rawHeartbeats(databaseUrl, 'acc-', 10_000, STEP_SECONDS, 16);
+    add('diagnostic: raw one-UPDATE-per-heartbeat/s, pool 16 (p99 ms)', `${fmt(rateOf(raw16))} (${fmt(p99(raw16), 1)})`);
+    const direct = await storeHeartbeats(databaseUrl, 'acc-', 10_000, STEP_SECONDS);
+    add(`diagnostic: SqlLockStore.heartbeat in the bench process, ${CALLERS} callers, pool 16 (p99 ms)`, `${fmt(rateOf(direct))} (${fmt(p99(direct), 1)})`);
     await db.query(`DELETE FROM holdfast_sessions WHERE session_id LIKE 'acc-%'`);
 
     // ---- 2. scale steps --------------------------------------------------------------------------
@@ -390,7 +460,28 @@ async function main() {
     add('server RSS MB, each instance', `${fmt(rssMb(a))}, ${fmt(rssMb(b))}`);
     await churn.stop();
     await db.end();
-    add('etcd', 'not measured: the etcd store (branch h10-etcd) was not on SPI v2 in this branch when the bench was written');
+    for (const s of servers.splice(0)) {
+      s.child.kill('SIGTERM');
+      await s.exited;
+    }
+
+    // ---- 6. etcd: one instance, sessions opened over HTTP, closed-loop heartbeats ---------------------
+    const etcd = await startEtcd();
+    try {
+      const onEtcd = await spawnServer({ HOLDFAST_STORE: 'etcd', ETCD_ENDPOINTS: etcd.endpoints.join(','), HOLDFAST_SWEEP_INTERVAL_MS: '1000' });
+      servers.push(onEtcd);
+      const etcdSessions = await openOverHttp(onEtcd.url, 2_000);
+      await closedLoopOpened(onEtcd.url, etcdSessions, 1);
+      const onEtcdBeats = await closedLoopOpened(onEtcd.url, etcdSessions, STEP_SECONDS);
+      add(`etcd (one node), one instance, ${CALLERS} callers, ${fmt(etcdSessions.length)} sessions: heartbeats/s (p99 ms), failures`, `${fmt(rateOf(onEtcdBeats))} (${fmt(p99(onEtcdBeats), 1)}), ${onEtcdBeats.failures}`);
+      add('etcd: server RSS MB', fmt(rssMb(onEtcd)));
+    } finally {
+      for (const s of servers.splice(0)) {
+        s.child.kill('SIGTERM');
+        await s.exited;
+      }
+      await etcd.stop();
+    }
   } finally {
     for (const s of servers) {
       s.child.kill('SIGTERM');
