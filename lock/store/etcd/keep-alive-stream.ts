@@ -3,7 +3,9 @@
  * client, instead of a stream opened and closed per heartbeat: concurrent heartbeats are
  * messages on one HTTP/2 stream (what etcd's own clients do). etcd answers each request
  * with the lease id and its remaining TTL (0 when the lease is gone), in order per lease, so
- * answers are matched to callers by id, first come first served.
+ * answers are matched to callers by id, first come first served. A broken stream fails its
+ * waiting callers with a message the store's retry policy reads as "etcd unavailable", and
+ * the next keep-alive opens a new stream.
  */
 import type { Etcd3 } from 'etcd3';
 
@@ -53,7 +55,7 @@ export class SharedKeepAlive {
     this.stream = null;
     this.openedOn = null;
     void stream?.then((s) => s.end(), () => {});
-    this.failAll(new Error('keep-alive stream closed'));
+    this.failAll(new Error('lease keep-alive stream closed: server stopped'));
   }
 
   private open(): Promise<KeepAliveStream> {
@@ -77,7 +79,7 @@ export class SharedKeepAlive {
             this.stream = null;
             this.openedOn = null;
           }
-          this.failAll(error ?? new Error('keep-alive stream ended'));
+          this.failAll(error ?? new Error('lease keep-alive stream ended: etcd unavailable'));
         };
         stream.on('error', broken);
         stream.on('end', broken);
