@@ -65,9 +65,12 @@ interface Window {
   latencies: number[];
   failures: number;
   startedAt: number;
+  /** Set when the measurement ends, so a rate read later is still over the measured span. */
+  endedAt?: number;
 }
 const newWindow = (): Window => ({ latencies: [], failures: 0, startedAt: performance.now() });
-const rateOf = (w: Window) => w.latencies.length / ((performance.now() - w.startedAt) / 1000);
+const closed = (w: Window): Window => ({ ...w, endedAt: performance.now() });
+const rateOf = (w: Window) => w.latencies.length / (((w.endedAt ?? performance.now()) - w.startedAt) / 1000);
 const p99 = (w: Window) => percentile([...w.latencies].sort((a, b) => a - b), 99);
 
 /** Sessions (and every other one's lock) written straight into the store, with tokens the bench knows. */
@@ -112,7 +115,7 @@ async function closedLoopHeartbeats(urls: string[], prefix: string, n: number, s
     }),
   );
   pool.forEach((c) => c.close());
-  return window;
+  return closed(window);
 }
 
 /** The raw backend: one UPDATE per heartbeat, `callers` at once on a pool as large. */
@@ -137,7 +140,7 @@ async function rawHeartbeats(databaseUrl: string, prefix: string, n: number, sec
     }),
   );
   await db.end();
-  return window;
+  return closed(window);
 }
 
 /** The store's own heartbeat (batched statements) called directly: the gain without HTTP. */
@@ -158,7 +161,7 @@ async function storeHeartbeats(databaseUrl: string, prefix: string, n: number, s
     }),
   );
   await store.close();
-  return window;
+  return closed(window);
 }
 
 /** Sessions opened through HTTP (any store); returns their ids and tokens. */
@@ -196,7 +199,7 @@ async function closedLoopOpened(url: string, sessions: { id: string; token: stri
     }),
   );
   pool.forEach((c) => c.close());
-  return window;
+  return closed(window);
 }
 
 /**
@@ -389,11 +392,12 @@ async function main() {
       pacer.window = newWindow();
       churn.reset();
       await sleep(STEP_SECONDS * 1000);
-      const w = pacer.window;
-      steps.push({ sessions: n, p99: p99(w), rate: rateOf(w), failures: w.failures, acquireP99: p99(churn.window) });
+      const w = closed(pacer.window);
+      const acquires = closed(churn.window);
+      steps.push({ sessions: n, p99: p99(w), rate: rateOf(w), failures: w.failures, acquireP99: p99(acquires) });
       add(
         `step ${fmt(n)} sessions (${fmt(n / (PERIOD / 1000))}/s offered): heartbeats/s, p99 ms, failures; acquire p99 ms`,
-        `${fmt(rateOf(w))}, ${fmt(p99(w), 1)}, ${w.failures}; ${fmt(p99(churn.window), 1)}`,
+        `${fmt(rateOf(w))}, ${fmt(p99(w), 1)}, ${w.failures}; ${fmt(p99(acquires), 1)}`,
       );
     }
     // Back to the full step; the overload step's extra sessions are removed (not part of the storm).
@@ -426,13 +430,13 @@ async function main() {
       }
       await sleep(100);
     }
-    const stormAcquire = churn.window;
+    const stormAcquire = closed(churn.window);
     add(
       `storm: ${fmt(STORM)} sessions (${fmt(STORM / 2)} locks) expiring at once: swept after their expiry, s (goal <= 5)`,
       fmt((sweptAt - expiresAt) / 1000, 1),
     );
     add('storm: live acquire p99 ms during the sweep (goal < 100), acquires', `${fmt(p99(stormAcquire), 1)}, ${stormAcquire.latencies.length}`);
-    const stormBeats = pacer.window;
+    const stormBeats = closed(pacer.window);
     add('storm: heartbeat p99 ms meanwhile (whole step so far), failures', `${fmt(p99(stormBeats), 1)}, ${stormBeats.failures}`);
 
     // ---- 4. the server at this state -------------------------------------------------------------
@@ -450,9 +454,10 @@ async function main() {
     await sleep(1000);
     pacer2.window = newWindow();
     await sleep(STEP_SECONDS * 1000);
+    const paced2 = closed(pacer2.window);
     add(
       `two instances, ${fmt(sessions)} sessions paced: heartbeats/s, p99 ms, failures`,
-      `${fmt(rateOf(pacer2.window))}, ${fmt(p99(pacer2.window), 1)}, ${pacer2.window.failures}`,
+      `${fmt(rateOf(paced2))}, ${fmt(p99(paced2), 1)}, ${paced2.failures}`,
     );
     pacer2.stop();
     const two = await closedLoopHeartbeats([a.url, b.url], 'live-', sessions, STEP_SECONDS);
