@@ -446,10 +446,11 @@ async function main() {
     add('A1 first page (GET /v1/admin/locks?limit=50) ms (median of 5)', fmt(await timed(`${a.url}/v1/admin/locks?limit=50`, { authorization: `Bearer ${VIEWER_TOKEN}` }), 1));
 
     // ---- 5. two instances ----------------------------------------------------------------------------
-    pacer.stop();
+    // The first pacer keeps the sessions alive until the second instance is ready.
     servers.push(await spawnServer(env));
     const b = servers[1]!;
     const pacer2 = await HeartbeatPacer.start([a.url, b.url], 'live-');
+    pacer.stop();
     pacer2.setSessions(sessions);
     await sleep(1000);
     pacer2.window = newWindow();
