@@ -53,7 +53,7 @@ export function linePlotPng(series: Series[], size = { width: 720, height: 420 }
     const yv = (maxY * t) / 4;
     line(px(xv), py(0), px(xv), py(maxY), grey);
     line(px(0), py(yv), px(maxX), py(yv), grey);
-    const xl = xv >= 1000 ? `${Math.round(xv / 1000)}k` : String(Math.round(xv));
+    const xl = xv >= 1000 ? `${(xv / 1000).toFixed(1)}k` : String(Math.round(xv));
     text(xl, px(xv) - xl.length * 4, height - margin.bottom + 8);
     const yl = yv >= 10 ? String(Math.round(yv)) : yv.toFixed(1);
     text(yl, margin.left - 8 - yl.length * 8, py(yv) - 5);
