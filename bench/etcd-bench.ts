@@ -16,7 +16,7 @@
  * Knobs: BENCH_HANDOFFS, BENCH_HOLD_MS, BENCH_REJOIN_MS, BENCH_WAITERS, BENCH_BG_WRITES,
  * BENCH_CYCLE_SECONDS, BENCH_SKIP_HANDOFF=1, BENCH_SKIP_CYCLES=1.
  */
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Etcd3 } from 'etcd3';
 import { hashSessionToken, newSessionToken } from '../lock/core/session-token.js';
@@ -123,14 +123,6 @@ async function handoffLatency(endpoints: string[], mode: WaitMode): Promise<numb
   await Promise.all(Array.from({ length: WAITERS }, () => worker()));
   await store.close();
   return latencies.sort((a, b) => a - b);
-}
-
-/** A session as the server opens one: the store sees only the token's hash. */
-async function openBenchSession(store: EtcdStore): Promise<{ sessionId: string; tokenHash: string }> {
-  const sessionId = randomUUID();
-  const tokenHash = createHash('sha256').update(randomBytes(24).toString('base64url')).digest('hex');
-  await store.openSession({ sessionId, owner: 'bench', ttlMillis: 60_000, tokenHash });
-  return { sessionId, tokenHash };
 }
 
 /** Acquire+release cycles/s: `workers` sessions, each on its own key, for CYCLE_SECONDS. */
