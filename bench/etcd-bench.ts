@@ -16,10 +16,12 @@
  * Knobs: BENCH_HANDOFFS, BENCH_HOLD_MS, BENCH_REJOIN_MS, BENCH_WAITERS, BENCH_BG_WRITES,
  * BENCH_CYCLE_SECONDS, BENCH_SKIP_HANDOFF=1, BENCH_SKIP_CYCLES=1.
  */
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Etcd3 } from 'etcd3';
+import { hashSessionToken, newSessionToken } from '../lock/core/session-token.js';
 import { EtcdStore, type WaitShape } from '../lock/store/etcd/etcd-store.js';
+import type { LockStore, SessionCredential } from '../lock/store/spi.js';
 import { startEtcd } from '../test/support/etcd.js';
 
 const WAITERS = Number(process.env.BENCH_WAITERS ?? 8);
@@ -45,6 +47,13 @@ async function openStore(endpoints: string[], waitShape: WaitShape): Promise<Etc
   const store = new EtcdStore({ endpoints, namespace: `bench-${randomUUID()}`, waitShape });
   await store.init();
   return store;
+}
+
+/** A session as core opens one (SPI v2): the store keeps only the token's hash. */
+async function openBenchSession(store: LockStore): Promise<SessionCredential> {
+  const credential = { sessionId: randomUUID(), tokenHash: hashSessionToken(newSessionToken()) };
+  await store.openSession({ ...credential, owner: 'bench', ttlMillis: 60_000 });
+  return credential;
 }
 
 /** Writes to unrelated keys at a steady rate until stopped: what moves etcd's revision on a busy cluster. */
@@ -114,14 +123,6 @@ async function handoffLatency(endpoints: string[], mode: WaitMode): Promise<numb
   await Promise.all(Array.from({ length: WAITERS }, () => worker()));
   await store.close();
   return latencies.sort((a, b) => a - b);
-}
-
-/** A session as the server opens one: the store sees only the token's hash. */
-async function openBenchSession(store: EtcdStore): Promise<{ sessionId: string; tokenHash: string }> {
-  const sessionId = randomUUID();
-  const tokenHash = createHash('sha256').update(randomBytes(24).toString('base64url')).digest('hex');
-  await store.openSession({ sessionId, owner: 'bench', ttlMillis: 60_000, tokenHash });
-  return { sessionId, tokenHash };
 }
 
 /** Acquire+release cycles/s: `workers` sessions, each on its own key, for CYCLE_SECONDS. */

@@ -4,10 +4,9 @@
  * for scripts; exit 0 on success, 1 on failure, 3 when an admin action changed
  * nothing (NOT_HELD, TOKEN_MISMATCH, NOT_FOUND).
  */
-import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { Command, Option } from 'commander';
 import { AdminApi, ApiError } from './admin-api.js';
+import { chooseToken } from './credentials.js';
 import { formatTable, relativeTime } from './format.js';
 
 const program = new Command()
@@ -15,8 +14,14 @@ const program = new Command()
   .description('Holdfast: a distributed lock service with fencing tokens')
   .showHelpAfterError()
   .addOption(new Option('--url <url>', 'lock server URL').env('HOLDFAST_URL').default('http://127.0.0.1:7070'))
-  .addOption(new Option('--token <token>', 'admin bearer token').env('HOLDFAST_TOKEN'))
-  .option('--json', 'print JSON for scripts');
+  .addOption(new Option('--token-file <file>', 'file whose first line is the admin bearer token').env('HOLDFAST_TOKEN_FILE'))
+  // Kept only to explain itself: a secret in argv shows in `ps` and shell history.
+  .addOption(new Option('--token <token>').hideHelp())
+  .option('--json', 'print JSON for scripts')
+  .addHelpText(
+    'after',
+    '\nAdmin token: --token-file FILE or HOLDFAST_TOKEN_FILE, else HOLDFAST_TOKEN, else (loopback URLs only)\nthe embedded store\'s local operator token in $HOLDFAST_DATA_DIR/admin-tokens.json.',
+  );
 
 program
   .command('server')
@@ -165,20 +170,25 @@ program
     );
   });
 
-/** The token: --token / HOLDFAST_TOKEN, else the embedded default's local operator token. */
-async function api(): Promise<AdminApi> {
-  const { url, token } = program.opts<{ url: string; token?: string }>();
-  return new AdminApi(url, token ?? (await localOperatorToken()));
-}
+/** Set when the local operator token was not sent because HOLDFAST_URL is not loopback. */
+let withheldLocalToken: string | undefined;
 
-async function localOperatorToken(): Promise<string | undefined> {
-  const file = path.resolve(process.env.HOLDFAST_DATA_DIR || './.holdfast', 'admin-tokens.json');
-  try {
-    const tokens = JSON.parse(await readFile(file, 'utf8')) as { token: string; role: string }[];
-    return tokens.find((t) => t.role === 'operator')?.token ?? tokens[0]?.token;
-  } catch {
-    return undefined;
+async function api(): Promise<AdminApi> {
+  const { url, token, tokenFile } = program.opts<{ url: string; token?: string; tokenFile?: string }>();
+  if (token !== undefined) {
+    throw new Error(
+      '--token is no longer accepted: a token on the command line shows in `ps` and shell history. ' +
+        'Put it in a file and pass --token-file FILE (or HOLDFAST_TOKEN_FILE=FILE), or set HOLDFAST_TOKEN',
+    );
   }
+  const choice = await chooseToken({
+    url,
+    tokenFile,
+    envToken: process.env.HOLDFAST_TOKEN,
+    dataDir: process.env.HOLDFAST_DATA_DIR,
+  });
+  if (choice.token === undefined) withheldLocalToken = choice.withheldLocalToken;
+  return new AdminApi(url, choice.token);
 }
 
 function output(value: unknown, human: () => string): void {
@@ -188,6 +198,12 @@ function output(value: unknown, human: () => string): void {
 program.parseAsync().catch((error: unknown) => {
   if (error instanceof ApiError) {
     console.error(`holdfast: ${error.status} ${error.code}: ${error.message}`);
+    if (error.status === 401 && withheldLocalToken !== undefined) {
+      console.error(
+        `holdfast: the local operator token in ${withheldLocalToken} is only sent to loopback URLs; ` +
+          'for this server set HOLDFAST_TOKEN_FILE (or HOLDFAST_TOKEN)',
+      );
+    }
   } else {
     console.error(`holdfast: ${(error as Error).message}`);
   }

@@ -7,7 +7,10 @@
  *   exceeds the delay plus one estimated round trip — otherwise not granted.
  * - NOT_LEADER or no answer: retry after a short fixed floor (plus jitter), still
  *   inside the budget; when the budget runs out, throw NotLeaderError / TransportError.
- * - SESSION_NOT_FOUND: the session is gone — SessionLostError.
+ * - SESSION_NOT_FOUND, or UNAUTHENTICATED (the server refuses the session's
+ *   token): the session is unusable — SessionLostError.
+ * - DEADLOCK_DETECTED: this wait closed a cycle; retrying while holding the same
+ *   locks would close it again — DeadlockDetectedError, never retried here.
  * - VALIDATION_FAILED or any other non-retryable answer: throw at once.
  * - A FencedOutError from the grant check is thrown, never retried.
  * - A grant the callee discards (an existing grant it already knew, or one too old
@@ -23,18 +26,21 @@ import type { ApiResult } from './api.js';
 import type { Backoff } from './backoff.js';
 import { startTimer, type Clock } from './clock.js';
 import {
+  DeadlockDetectedError,
   HoldfastClientError,
   NotLeaderError,
   ServerError,
   TransportError,
   ValidationError,
 } from './errors.js';
+import type { SessionLossCause } from './errors.js';
 import type { AcquirePolicy } from './policy.js';
 import type { RoundTripEstimator } from './rtt.js';
 import { TRANSIENT_FLOOR_MILLIS } from './runtime.js';
 import type { LockGrant } from './wire.js';
 
 export interface AcquireLoopParams {
+  key: string;
   clock: Clock;
   backoff: Backoff;
   rtt: RoundTripEstimator;
@@ -61,8 +67,8 @@ export interface AcquireLoopParams {
   unanswered(sentAt: number): void;
   /** Another session holds the key now, so no earlier unanswered grant of ours survives. */
   heldByOther(): void;
-  /** The session is gone on the server: mark it lost and return the error to throw. */
-  sessionNotFound(): Error;
+  /** The server refused the session (gone, or its token refused): mark it lost, return the error to throw. */
+  sessionRefused(cause: Extract<SessionLossCause, 'not_found' | 'unauthenticated'>): Error;
   /** A grant that arrived after the caller's abort: release it, nobody will. */
   abandon(grant: LockGrant): void;
 }
@@ -137,7 +143,11 @@ export async function runAcquireLoop(p: AcquireLoopParams): Promise<AcquireLoopR
         };
         break;
       case 'SESSION_NOT_FOUND':
-        throw p.sessionNotFound();
+        throw p.sessionRefused('not_found');
+      case 'UNAUTHENTICATED':
+        throw p.sessionRefused('unauthenticated');
+      case 'DEADLOCK_DETECTED':
+        throw new DeadlockDetectedError(p.key, answer.message, answer.requestId);
       case 'VALIDATION_FAILED':
         throw new ValidationError(answer.message, answer.requestId);
       default:

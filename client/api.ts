@@ -2,6 +2,12 @@
  * Typed calls for the routes the SDK uses (C3 L1–L7). Expected answers —
  * including every C3 error — come back as values so the retry logic can
  * branch on them; only a transport failure (no answer at all) throws.
+ *
+ * Credentials: L2–L6 carry the calling session's `sessionToken` as
+ * `Authorization: Bearer`, passed in by the session on every call (never stored
+ * here); L1 and L7 carry the client token when the application configured one
+ * (servers with `client` tokens require it). Neither ever reaches an error
+ * message: bodies are previewed with any `sessionToken` field redacted.
  */
 import { context, propagation } from '@opentelemetry/api';
 import { parseBackend, type BackendLabel } from './backend-label.js';
@@ -42,23 +48,40 @@ export interface ApiFailure extends Answered {
 export type ApiResult<T> = ApiSuccess<T> | ApiFailure;
 
 export class LockApi {
-  constructor(private readonly transport: Transport) {}
+  readonly #clientToken: string | undefined;
 
-  openSession(body: { ttlMillis?: number; owner?: string }, signal?: AbortSignal): Promise<ApiResult<SessionOpened>> {
-    return this.call({ method: 'POST', path: '/v1/sessions', body, signal }, 201, isSessionOpened);
+  constructor(
+    private readonly transport: Transport,
+    clientToken?: string,
+  ) {
+    this.#clientToken = clientToken;
   }
 
-  heartbeat(sessionId: string, signal?: AbortSignal): Promise<ApiResult<HeartbeatAck>> {
+  openSession(body: { ttlMillis?: number; owner?: string }, signal?: AbortSignal): Promise<ApiResult<SessionOpened>> {
     return this.call(
-      { method: 'POST', path: `/v1/sessions/${encodeURIComponent(sessionId)}/heartbeat`, body: {}, signal },
+      { method: 'POST', path: '/v1/sessions', body, signal, headers: bearer(this.#clientToken) },
+      201,
+      isSessionOpened,
+    );
+  }
+
+  heartbeat(sessionId: string, sessionToken: string, signal?: AbortSignal): Promise<ApiResult<HeartbeatAck>> {
+    return this.call(
+      {
+        method: 'POST',
+        path: `/v1/sessions/${encodeURIComponent(sessionId)}/heartbeat`,
+        body: {},
+        signal,
+        headers: bearer(sessionToken),
+      },
       200,
       isObject,
     );
   }
 
-  closeSession(sessionId: string, signal?: AbortSignal): Promise<ApiResult<undefined>> {
+  closeSession(sessionId: string, sessionToken: string, signal?: AbortSignal): Promise<ApiResult<undefined>> {
     return this.call(
-      { method: 'DELETE', path: `/v1/sessions/${encodeURIComponent(sessionId)}`, signal },
+      { method: 'DELETE', path: `/v1/sessions/${encodeURIComponent(sessionId)}`, signal, headers: bearer(sessionToken) },
       204,
       () => true,
     );
@@ -67,30 +90,45 @@ export class LockApi {
   acquire(
     key: string,
     body: { sessionId: string; ttlMillis?: number; waitMillis?: number },
+    sessionToken: string,
     signal?: AbortSignal,
   ): Promise<ApiResult<LockGrant>> {
-    return this.call({ method: 'POST', path: lockPath(key, 'acquire'), body, signal }, 200, isGrant);
+    return this.call(
+      { method: 'POST', path: lockPath(key, 'acquire'), body, signal, headers: bearer(sessionToken) },
+      200,
+      isGrant,
+    );
   }
 
   renew(
     key: string,
     body: { sessionId: string; fencingToken: FencingToken; ttlMillis?: number },
+    sessionToken: string,
     signal?: AbortSignal,
   ): Promise<ApiResult<LockGrant>> {
-    return this.call({ method: 'POST', path: lockPath(key, 'renew'), body, signal }, 200, isGrant);
+    return this.call(
+      { method: 'POST', path: lockPath(key, 'renew'), body, signal, headers: bearer(sessionToken) },
+      200,
+      isGrant,
+    );
   }
 
   release(
     key: string,
     body: { sessionId: string; fencingToken: FencingToken },
+    sessionToken: string,
     signal?: AbortSignal,
   ): Promise<ApiResult<Released>> {
-    return this.call({ method: 'POST', path: lockPath(key, 'release'), body, signal }, 200, isObject);
+    return this.call(
+      { method: 'POST', path: lockPath(key, 'release'), body, signal, headers: bearer(sessionToken) },
+      200,
+      isObject,
+    );
   }
 
   readLock(key: string, signal?: AbortSignal): Promise<ApiResult<LockInfo>> {
     return this.call(
-      { method: 'GET', path: `/v1/locks/${encodeURIComponent(key)}`, signal },
+      { method: 'GET', path: `/v1/locks/${encodeURIComponent(key)}`, signal, headers: bearer(this.#clientToken) },
       200,
       isLockInfo,
     );
@@ -125,6 +163,10 @@ export class LockApi {
   }
 }
 
+function bearer(token: string | undefined): Record<string, string> {
+  return token === undefined || token === '' ? {} : { authorization: `Bearer ${token}` };
+}
+
 function lockPath(key: string, action: string): string {
   return `/v1/locks/${encodeURIComponent(key)}/${action}`;
 }
@@ -155,7 +197,11 @@ function decodeError(
 }
 
 function preview(body: unknown): string {
-  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  // A malformed L1 answer may still carry the session token: it must not reach an error message.
+  const text =
+    typeof body === 'string'
+      ? body
+      : JSON.stringify(body, (field, value: unknown) => (field === 'sessionToken' ? '[redacted]' : value));
   return text === undefined ? '(empty)' : text.slice(0, 200);
 }
 
@@ -164,7 +210,9 @@ function isObject(body: unknown): boolean {
 }
 
 function isSessionOpened(body: unknown): boolean {
-  return isObject(body) && typeof (body as SessionOpened).sessionId === 'string';
+  if (!isObject(body)) return false;
+  const opened = body as SessionOpened;
+  return typeof opened.sessionId === 'string' && typeof opened.sessionToken === 'string' && opened.sessionToken !== '';
 }
 
 function isGrant(body: unknown): boolean {

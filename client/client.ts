@@ -30,6 +30,12 @@ export interface LockClientOptions {
   baseUrl?: string;
   /** Replaces HTTP-over-fetch (simulations, custom agents). */
   transport?: Transport;
+  /**
+   * Bearer token for opening sessions (L1) and reading locks (L7), needed when the
+   * server's tokens file has `client` entries (any role's token works). Sessions
+   * then authenticate with their own session token; this one is not sent on L2–L6.
+   */
+  token?: string;
   /** Monotonic time and sleeps. Default: `performance.now()` and real timers. */
   clock?: Clock;
   /** Jitter source. Default: a per-client source seeded from the OS; pass `seededRandom(n)` to replay. */
@@ -69,7 +75,7 @@ export class LockClient {
   constructor(options: LockClientOptions) {
     const transport = options.transport ?? transportFor(options.baseUrl);
     this.#rt = {
-      api: new LockApi(transport),
+      api: new LockApi(transport, options.token),
       clock: options.clock ?? systemClock,
       random: options.random ?? freshRandom(),
       meters: createSdkMeters(options.registry),

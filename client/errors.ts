@@ -5,7 +5,10 @@
  * - NotLeaderError    — the backend could not take writes for the whole retry budget.
  * - LockLostError     — a handle's lock is gone (renewal refused, revoked, TTL passed), or a
  *                       re-acquire of a key whose handle is lost.
- * - SessionLostError  — the session is gone (heartbeat refused, or its conservative deadline passed).
+ * - SessionLostError  — the session is gone (heartbeat refused, its token refused, or its
+ *                       conservative deadline passed).
+ * - DeadlockDetectedError — this acquire's wait closed a cycle of waits; the session keeps what it
+ *                       holds. Give something back before retrying (acquireAll does this itself).
  * - FencedOutError    — a fencing token lower than one already seen for the key. Never retried.
  * - ServerError       — any other answer the contract calls non-retryable (401/403/404/500, unknown code).
  * - TransportError    — the server could not be reached for the whole retry budget.
@@ -19,6 +22,7 @@ export type ClientErrorCode =
   | 'LOCK_LOST'
   | 'SESSION_LOST'
   | 'FENCED_OUT'
+  | 'DEADLOCK_DETECTED'
   | 'SERVER_ERROR'
   | 'TRANSPORT_ERROR';
 
@@ -60,7 +64,12 @@ export class LockLostError extends HoldfastClientError {
   }
 }
 
-export type SessionLossCause = 'not_found' | 'deadline';
+/**
+ * `unauthenticated`: the server answered 401 to one of the session's own calls (L2–L6): it
+ * does not accept the session's token, so nothing this process sends can keep the session or
+ * its locks; the SDK stops vouching at once, exactly as for `not_found`.
+ */
+export type SessionLossCause = 'not_found' | 'deadline' | 'unauthenticated';
 
 export class SessionLostError extends HoldfastClientError {
   readonly code = 'SESSION_LOST' as const;
@@ -74,7 +83,9 @@ export class SessionLostError extends HoldfastClientError {
         ? `session ${sessionId} is closed`
         : lossCause === 'not_found'
           ? `session ${sessionId} is gone on the server (expired, closed or killed)`
-          : `session ${sessionId} passed its conservative deadline without a successful heartbeat`,
+          : lossCause === 'unauthenticated'
+            ? `session ${sessionId} is unusable: the server refused its session token (401)`
+            : `session ${sessionId} passed its conservative deadline without a successful heartbeat`,
     );
   }
 }
@@ -89,6 +100,17 @@ export class FencedOutError extends HoldfastClientError {
     super(
       `fencing token ${fencingToken} for ${JSON.stringify(key)} is below the highest seen (${highestSeen})`,
     );
+  }
+}
+
+export class DeadlockDetectedError extends HoldfastClientError {
+  readonly code = 'DEADLOCK_DETECTED' as const;
+  constructor(
+    readonly key: string,
+    message: string,
+    readonly requestId?: string,
+  ) {
+    super(`acquiring ${JSON.stringify(key)} would deadlock (${message}); give back a lock this session holds, then retry`);
   }
 }
 

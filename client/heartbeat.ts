@@ -2,21 +2,27 @@
  * Keeps one session alive: L2 every third of its TTL, through the Clock.
  *
  * The session is declared lost — once — when the server answers
- * SESSION_NOT_FOUND, or when its conservative deadline (send time of the last
- * successful heartbeat + TTL − margin) passes first. The deadline is watched
- * by its own timer, so a heartbeat that hangs cannot postpone the verdict.
- * NOT_LEADER, 5xx and unanswered heartbeats are retried sooner, until then.
+ * SESSION_NOT_FOUND or UNAUTHENTICATED (it refuses the session's token), or when
+ * its conservative deadline (send time of the last successful heartbeat + TTL −
+ * margin) passes first. The deadline is watched by its own timer, so a heartbeat
+ * that hangs cannot postpone the verdict; and each heartbeat is abandoned after
+ * a quarter of the TTL at most (request-timeout.ts) and sent again at once, so
+ * one stalled request cannot hold the loop either. NOT_LEADER, 5xx and failed
+ * heartbeats are retried sooner.
  */
 import type { LockApi } from './api.js';
 import type { BackendLabel } from './backend-label.js';
 import { startTimer, type Clock, type Timer } from './clock.js';
 import type { SessionLossCause } from './errors.js';
+import { isRequestTimeout, keepAliveTimeoutMillis, withRequestTimeout } from './request-timeout.js';
 import { conservativeDeadline } from './runtime.js';
 
 export interface HeartbeatOptions {
   api: LockApi;
   clock: Clock;
   sessionId: string;
+  /** The session's bearer token for L2; kept here only as the loop's argument. */
+  sessionToken: string;
   ttlMillis: number;
   safetyMarginMillis: number;
   /** Conservative deadline established by the session's open (L1). */
@@ -67,7 +73,7 @@ export class HeartbeatScheduler {
   }
 
   private async loop(): Promise<void> {
-    const { api, clock, sessionId, ttlMillis, safetyMarginMillis } = this.options;
+    const { api, clock, sessionId, sessionToken, ttlMillis, safetyMarginMillis } = this.options;
     const stopped = this.stopper.signal;
     let delay = this.intervalMillis;
     while (!stopped.aborted) {
@@ -79,10 +85,15 @@ export class HeartbeatScheduler {
       const sentAt = clock.now();
       let answer;
       try {
-        answer = await api.heartbeat(sessionId, stopped);
-      } catch {
+        const timeout = keepAliveTimeoutMillis(ttlMillis, this.deadline - sentAt);
+        answer = await withRequestTimeout(clock, timeout, stopped, 'the heartbeat', (signal) =>
+          api.heartbeat(sessionId, sessionToken, signal),
+        );
+      } catch (error) {
         if (stopped.aborted) return;
-        delay = this.retryMillis; // no answer: try again soon, the watchdog decides
+        // Abandoned after its timeout: the time is spent already, send again now. Failed fast
+        // (refused, reset): try again soon. Either way the watchdog decides.
+        delay = isRequestTimeout(error) ? 0 : this.retryMillis;
         continue;
       }
       if (stopped.aborted) return;
@@ -93,6 +104,9 @@ export class HeartbeatScheduler {
         delay = this.intervalMillis;
       } else if (answer.code === 'SESSION_NOT_FOUND') {
         this.lose('not_found');
+        return;
+      } else if (answer.code === 'UNAUTHENTICATED') {
+        this.lose('unauthenticated');
         return;
       } else {
         delay = this.retryMillis;

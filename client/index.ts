@@ -29,6 +29,7 @@ export {
   LockLostError,
   SessionLostError,
   FencedOutError,
+  DeadlockDetectedError,
   ServerError,
   TransportError,
 } from './errors.js';

@@ -5,23 +5,30 @@
  * - Success moves the conservative deadline (send time + TTL − margin).
  * - LOCK_LOST (revoked, or expired before we renewed) marks the handle lost
  *   at once, which aborts its signal.
- * - SESSION_NOT_FOUND loses the whole session.
+ * - SESSION_NOT_FOUND or UNAUTHENTICATED (the session's token refused) loses
+ *   the whole session.
  * - NOT_LEADER, 5xx or no answer: retry sooner; if renewals keep failing the
  *   handle's own deadline watchdog marks it lost before the server frees it.
+ * - A renewal unanswered for a quarter of the lock's TTL (at most half the time
+ *   left to its deadline) is abandoned and sent again at once (request-timeout.ts),
+ *   so one stalled request cannot cost the lock.
  */
 import type { LockApi } from './api.js';
 import type { Clock } from './clock.js';
-import { LockLostError } from './errors.js';
+import { LockLostError, type SessionLossCause } from './errors.js';
 import type { HeldLock } from './handle.js';
+import { isRequestTimeout, keepAliveTimeoutMillis, withRequestTimeout } from './request-timeout.js';
 import { conservativeDeadline } from './runtime.js';
 
 export interface RenewerOptions {
   api: LockApi;
   clock: Clock;
   sessionId: string;
+  sessionToken: string;
   lock: HeldLock;
   safetyMarginMillis: number;
-  onSessionNotFound(): void;
+  /** The server refused the session itself: lose it (every handle with it). */
+  onSessionRefused(cause: Extract<SessionLossCause, 'not_found' | 'unauthenticated'>): void;
 }
 
 /** Start renewing; returns the function that stops it. */
@@ -36,7 +43,7 @@ export function renewIntervalMillis(ttlMillis: number): number {
 }
 
 async function renewLoop(options: RenewerOptions, stopped: AbortSignal): Promise<void> {
-  const { api, clock, sessionId, lock, safetyMarginMillis } = options;
+  const { api, clock, sessionId, sessionToken, lock, safetyMarginMillis } = options;
   const interval = renewIntervalMillis(lock.ttlMillis);
   const retry = Math.max(1, Math.min(interval, Math.floor(lock.ttlMillis / 10)));
   let delay = interval;
@@ -49,14 +56,14 @@ async function renewLoop(options: RenewerOptions, stopped: AbortSignal): Promise
     const sentAt = clock.now();
     let answer;
     try {
-      answer = await api.renew(
-        lock.key,
-        { sessionId, fencingToken: lock.fencingToken, ttlMillis: lock.ttlMillis },
-        stopped,
+      const timeout = keepAliveTimeoutMillis(lock.ttlMillis, lock.expiresAt - sentAt);
+      answer = await withRequestTimeout(clock, timeout, stopped, 'the renewal', (signal) =>
+        api.renew(lock.key, { sessionId, fencingToken: lock.fencingToken, ttlMillis: lock.ttlMillis }, sessionToken, signal),
       );
-    } catch {
+    } catch (error) {
       if (stopped.aborted) return;
-      delay = retry;
+      // Abandoned after its timeout: send again now (a new connection); failed fast: soon.
+      delay = isRequestTimeout(error) ? 0 : retry;
       continue;
     }
     if (stopped.aborted) return;
@@ -72,7 +79,10 @@ async function renewLoop(options: RenewerOptions, stopped: AbortSignal): Promise
       lock.markLost(new LockLostError(lock.key, lock.fencingToken, 'the server refused the renewal (revoked or expired)'));
       return;
     } else if (answer.code === 'SESSION_NOT_FOUND') {
-      options.onSessionNotFound();
+      options.onSessionRefused('not_found');
+      return;
+    } else if (answer.code === 'UNAUTHENTICATED') {
+      options.onSessionRefused('unauthenticated');
       return;
     } else {
       delay = retry;

@@ -10,12 +10,22 @@
  * A second `acquire` of a key while this session is still acquiring it (the
  * first call has not returned) is not a nested hold: it returns `null` (not
  * granted) at once and sends nothing, because there is no handle yet to nest on.
+ *
+ * The session's bearer token (from L1) lives only in a private field and goes
+ * out as the `Authorization` header of this session's own L2–L6 calls; it is
+ * never logged, thrown, traced or exposed on the session or its handles.
  */
 import { failureToError } from './api.js';
 import { FALLBACK_BACKEND, type BackendLabel } from './backend-label.js';
 import { runAcquireLoop } from './acquire-loop.js';
 import { Backoff } from './backoff.js';
-import { LockLostError, SessionLostError, ValidationError, type SessionLossCause } from './errors.js';
+import {
+  DeadlockDetectedError,
+  LockLostError,
+  SessionLostError,
+  ValidationError,
+  type SessionLossCause,
+} from './errors.js';
 import { HeldLock, type LockHandle } from './handle.js';
 import { HeartbeatScheduler } from './heartbeat.js';
 import { canonicalKeyOrder, validateKey } from './keys.js';
@@ -44,6 +54,7 @@ export class LockSession {
   readonly owner: string;
   readonly ttlMillis: number;
   readonly #rt: ClientRuntime;
+  readonly #sessionToken: string;
   readonly #held = new Map<string, HeldLock>();
   readonly #acquiring = new Set<string>();
   /**
@@ -61,6 +72,7 @@ export class LockSession {
   /** @internal Use LockClient.openSession. */
   constructor(rt: ClientRuntime, opened: SessionOpened, sentAt: number, backend: BackendLabel | undefined) {
     this.#rt = rt;
+    this.#sessionToken = opened.sessionToken;
     this.sessionId = opened.sessionId;
     this.owner = opened.owner;
     this.ttlMillis = opened.ttlMillis;
@@ -69,6 +81,7 @@ export class LockSession {
       api: rt.api,
       clock: rt.clock,
       sessionId: opened.sessionId,
+      sessionToken: opened.sessionToken,
       ttlMillis: opened.ttlMillis,
       safetyMarginMillis: rt.safetyMarginMillis,
       initialDeadline: conservativeDeadline(sentAt, opened.ttlMillis, rt.safetyMarginMillis),
@@ -118,12 +131,39 @@ export class LockSession {
    * Take every key (duplicates once) in canonical order within one shared
    * deadline; all or nothing. Returns the handles in canonical order, or null
    * after releasing (in reverse order) whatever was taken.
+   *
+   * DEADLOCK_DETECTED on one key (its wait closed a cycle): what this call took
+   * is given back, and after a full-jitter delay the whole set is tried again
+   * from the first key, within the same deadline; `null` when the budget cannot
+   * fit another round. Locks the session held before the call stay held (only
+   * their nesting depth is undone), so a cycle through them can recur.
    */
   async acquireAll(keys: Iterable<string>, options: AcquireOptions = {}): Promise<LockHandle[] | null> {
     const ordered = canonicalKeyOrder([...keys].map(validateKey));
     const policy = AcquirePolicy.from(options.policy ?? this.#rt.defaultPolicy);
     this.#assertUsable();
-    const deadline = this.#rt.clock.now() + policy.totalBudgetMillis;
+    const { clock, random, rtt, logger } = this.#rt;
+    const deadline = clock.now() + policy.totalBudgetMillis;
+    const backoff = new Backoff(policy.baseBackoffMillis, policy.maxBackoffMillis, random);
+    for (let round = 0; ; round += 1) {
+      try {
+        return await this.#acquireAllOnce(ordered, options, policy, deadline);
+      } catch (error) {
+        if (!(error instanceof DeadlockDetectedError)) throw error;
+        const delay = backoff.delay(round);
+        logger.debug({ key: error.key, sessionId: this.sessionId, round }, 'acquireAll gave back its locks after a deadlock');
+        if (deadline - clock.now() <= delay + rtt.millis) return null;
+        await clock.sleep(delay, options.signal);
+      }
+    }
+  }
+
+  async #acquireAllOnce(
+    ordered: readonly string[],
+    options: AcquireOptions,
+    policy: AcquirePolicy,
+    deadline: number,
+  ): Promise<LockHandle[] | null> {
     const taken: LockHandle[] = [];
     try {
       for (const key of ordered) {
@@ -185,12 +225,18 @@ export class LockSession {
     if (this.#state !== 'open') return;
     const { clock, random, api } = this.#rt;
     const answer = await retryTransient(clock, random, SHORT_BUDGET, 'the release', (timeout) =>
-      api.release(held.key, { sessionId: this.sessionId, fencingToken: held.fencingToken }, timeout),
+      api.release(held.key, { sessionId: this.sessionId, fencingToken: held.fencingToken }, this.#sessionToken, timeout),
     );
     if (answer.ok || answer.code === 'LOCK_LOST') return; // LOCK_LOST: already gone, benign
     if (answer.code === 'SESSION_NOT_FOUND') {
+      // Benign too: a session that is not live holds no locks, so this one is gone anyway.
       this.#lose('not_found');
       return;
+    }
+    if (answer.code === 'UNAUTHENTICATED') {
+      // The lock may still be held, and nothing we send can release it: say so.
+      this.#lose('unauthenticated');
+      throw new SessionLostError(this.sessionId, 'unauthenticated');
     }
     throw failureToError(answer);
   }
@@ -212,9 +258,14 @@ export class LockSession {
     if (!wasOpen) return;
     const { clock, random, api } = this.#rt;
     const answer = await retryTransient(clock, random, SHORT_BUDGET, 'the session close', (timeout) =>
-      api.closeSession(this.sessionId, timeout),
+      api.closeSession(this.sessionId, this.#sessionToken, timeout),
     );
     if (answer.ok || answer.code === 'SESSION_NOT_FOUND') return;
+    if (answer.code === 'UNAUTHENTICATED') {
+      // Closed here already; the server's copy ends by its TTL, with its locks.
+      this.#rt.logger.warn({ sessionId: this.sessionId }, 'the server refused the session token on close; it expires by its TTL');
+      return;
+    }
     throw failureToError(answer);
   }
 
@@ -250,6 +301,7 @@ export class LockSession {
       return await rt.tracer.inSpan(key, async (span) => {
         try {
           const result = await runAcquireLoop({
+            key,
             clock: rt.clock,
             backoff: new Backoff(policy.baseBackoffMillis, policy.maxBackoffMillis, rt.random),
             rtt: rt.rtt,
@@ -267,14 +319,15 @@ export class LockSession {
                   ...(ttlMillis === undefined ? {} : { ttlMillis }),
                   ...(waitMillis > 0 ? { waitMillis } : {}),
                 },
+                this.#sessionToken,
                 timeout,
               );
               this.#noteBackend(answer.backend);
               return answer;
             },
-            sessionNotFound: () => {
-              this.#lose('not_found');
-              return new SessionLostError(this.sessionId, 'not_found');
+            sessionRefused: (cause) => {
+              this.#lose(cause);
+              return new SessionLostError(this.sessionId, cause);
             },
             vet: async (grant, sentAt) => {
               // Throws FencedOutError for a token below one this client was granted before.
@@ -346,9 +399,12 @@ export class LockSession {
     const { clock, random, api, logger } = this.#rt;
     try {
       const answer = await retryTransient(clock, random, SHORT_BUDGET, 'the release', (timeout) =>
-        api.release(grant.key, { sessionId: this.sessionId, fencingToken: grant.fencingToken }, timeout),
+        api.release(grant.key, { sessionId: this.sessionId, fencingToken: grant.fencingToken }, this.#sessionToken, timeout),
       );
-      return answer.ok || answer.code === 'LOCK_LOST';
+      if (answer.ok) return true;
+      if (answer.code === 'UNAUTHENTICATED') this.#lose('unauthenticated');
+      // SESSION_NOT_FOUND: a session that is not live holds nothing, so the grant is gone too.
+      return answer.code === 'LOCK_LOST' || answer.code === 'SESSION_NOT_FOUND';
     } catch (error) {
       logger.warn({ key: grant.key, sessionId: this.sessionId, err: error }, 'could not give back a grant; it expires by TTL');
       return false;
@@ -364,9 +420,10 @@ export class LockSession {
         api: this.#rt.api,
         clock: this.#rt.clock,
         sessionId: this.sessionId,
+        sessionToken: this.#sessionToken,
         lock: held,
         safetyMarginMillis: this.#rt.safetyMarginMillis,
-        onSessionNotFound: () => this.#lose('not_found'),
+        onSessionRefused: (cause) => this.#lose(cause),
       });
     }
     let stopped = false;

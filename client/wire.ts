@@ -9,6 +9,12 @@ export type FencingToken = string;
 
 export interface SessionOpened {
   sessionId: string;
+  /**
+   * The session's bearer capability (C3 "Session capability"): shown once, sent
+   * as `Authorization: Bearer` on L2–L6. The SDK keeps it in a private field of
+   * the session and never logs, throws or exposes it.
+   */
+  sessionToken: string;
   owner: string;
   ttlMillis: number;
   /** Server wall-clock epoch ms; informational only — the SDK never schedules from it. */
@@ -53,6 +59,7 @@ export type WireErrorCode =
   | 'SESSION_NOT_FOUND'
   | 'LOCK_CONTENDED'
   | 'LOCK_LOST'
+  | 'DEADLOCK_DETECTED'
   | 'CONTENTION_EXCEEDED'
   | 'NOT_LEADER'
   | 'INTERNAL';

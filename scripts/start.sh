@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `npm start`: the lock server (embedded store, port 7070), the operations console
 # (production build, port 3000) and, unless HOLDFAST_DEMO=0, a small demo workload.
-# Prints a sign-in link carrying the operator token the server created (as Jupyter
-# does). Ctrl-C stops everything.
+# Prints a one-time sign-in link (scripts/signin-link.sh): it carries a code the
+# console exchanges once, within five minutes, for a session signed in as the
+# local operator — never the operator token itself. Ctrl-C stops everything.
 #
 # Env: HOLDFAST_STORE, HOLDFAST_PORT (7070), HOLDFAST_DATA_DIR (./.holdfast),
 #      HOLDFAST_ADMIN_TOKENS_FILE, PORT (3000, the console), HOLDFAST_DEMO (1).
@@ -80,16 +81,15 @@ if [ "${HOLDFAST_DEMO:-1}" != "0" ]; then
   pids+=($!)
 fi
 
-# --- sign-in link ---
-TOKEN_FILE="${HOLDFAST_ADMIN_TOKENS_FILE:-${DATA_DIR}/admin-tokens.json}"
+# --- sign-in link (one-time code; the token stays in its file) ---
 link="http://127.0.0.1:${CONSOLE_PORT}/signin"
-if [ -z "${HOLDFAST_ADMIN_TOKENS_FILE:-}" ] && [ -f "$TOKEN_FILE" ]; then
-  token=$(node -e '
-    const entries = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
-    const op = entries.find((e) => e.role === "operator");
-    if (op) process.stdout.write(encodeURIComponent(op.token));
-  ' "$TOKEN_FILE")
-  [ -n "$token" ] && link="${link}?token=${token}"
+link_intro="Sign in with your token from HOLDFAST_ADMIN_TOKENS_FILE at:"
+if [ -z "${HOLDFAST_ADMIN_TOKENS_FILE:-}" ]; then
+  link_intro="Sign in with a token at:"
+  if minted=$(HOLDFAST_DATA_DIR="$DATA_DIR" PORT="$CONSOLE_PORT" bash scripts/signin-link.sh); then
+    link="$minted"
+    link_intro="Open this link to sign in as the local operator (valid once, for five minutes; \`npm run signin-link\` prints a new one):"
+  fi
 fi
 cat >&2 <<MSG
 
@@ -98,7 +98,7 @@ cat >&2 <<MSG
     console      http://127.0.0.1:${CONSOLE_PORT}
     demo         $([ "${HOLDFAST_DEMO:-1}" != "0" ] && echo "payout workers running (HOLDFAST_DEMO=0 to turn off)" || echo "off")
 
-  Open this link to sign in as the local operator:
+  ${link_intro}
     ${link}
 
   Ctrl-C stops everything.

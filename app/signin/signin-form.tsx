@@ -1,8 +1,10 @@
 'use client';
 /**
  * Sign-in: paste an admin token, or open the link `npm start` prints
- * (`/signin?token=…`, as Jupyter does). The token is posted once to the console,
- * which keeps it in an httpOnly cookie; it is removed from the address bar at once.
+ * (`/signin?code=…`). The link carries a one-time code, not a token: the console
+ * exchanges it (once, within minutes) for its sealed session cookie. The code is
+ * removed from the address bar at once; a pasted token is posted once and then
+ * lives only in the httpOnly cookie.
  */
 import { useRouter, useSearchParams } from 'next/navigation';
 import { useEffect, useRef, useState, type FormEvent } from 'react';
@@ -15,14 +17,14 @@ export function SignInForm() {
   const [busy, setBusy] = useState(false);
   const linkTried = useRef(false);
 
-  async function signIn(value: string) {
+  async function signIn(credential: { token: string } | { code: string }) {
     setBusy(true);
     setError(null);
     try {
       const response = await fetch('/api/auth', {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ token: value }),
+        body: JSON.stringify(credential),
       });
       if (response.ok) {
         router.replace('/');
@@ -38,18 +40,21 @@ export function SignInForm() {
   }
 
   useEffect(() => {
-    const fromLink = params.get('token');
-    if (!fromLink || linkTried.current) return;
+    if (linkTried.current) return;
+    const code = params.get('code');
+    // An old-style link with a token in it: never used, only taken out of the address bar.
+    const legacyToken = params.has('token');
+    if (!code && !legacyToken) return;
     linkTried.current = true;
-    // Keep the token out of history and screenshots.
     window.history.replaceState(null, '', '/signin');
-    void signIn(fromLink);
+    if (code) void signIn({ code });
+    else setError('sign-in links no longer carry tokens; paste your token below');
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [params]);
 
   function onSubmit(event: FormEvent) {
     event.preventDefault();
-    if (token.trim()) void signIn(token.trim());
+    if (token.trim()) void signIn({ token: token.trim() });
   }
 
   return (
@@ -69,7 +74,7 @@ export function SignInForm() {
       <p id="signin-help" className="muted">
         A viewer sees everything; an operator can also force-revoke locks and kill sessions. On the embedded default, the
         server writes an operator token to <code>.holdfast/admin-tokens.json</code> and <code>npm start</code> prints a
-        sign-in link.
+        one-time sign-in link (valid once, for five minutes).
       </p>
       {error ? (
         <p className="form-error" role="alert" data-testid="signin-error">

@@ -117,6 +117,32 @@ describe('holdfast CLI', () => {
     expect(broken.stdout).toContain(`audit chain BROKEN at entry ${victim}`);
   });
 
+  test('no CLI output ever shows a session’s sessionToken (tables and --json)', async () => {
+    const opened = await api.openSession({ owner: 'token-leak-check', ttlMillis: 60000 });
+    const leakSession = opened.body.sessionId as string;
+    const sessionToken = opened.body.sessionToken as string;
+    expect(sessionToken.length).toBeGreaterThanOrEqual(22);
+    expect((await api.acquire('leak/check', { sessionId: leakSession })).status).toBe(200);
+    const outputs: string[] = [];
+    for (const args of [
+      ['locks', 'ls'],
+      ['--json', 'locks', 'ls'],
+      ['locks', 'show', 'leak/check'],
+      ['--json', 'locks', 'show', 'leak/check'],
+      ['sessions', 'ls'],
+      ['--json', 'sessions', 'ls'],
+      ['--json', 'audit'],
+    ]) {
+      const result = await holdfast(server, args);
+      expect(result.code, args.join(' ')).toBe(0);
+      outputs.push(result.stdout, result.stderr);
+    }
+    const all = outputs.join('\n');
+    expect(all).toContain(leakSession);
+    expect(all).not.toContain(sessionToken);
+    await api.closeSession(leakSession);
+  });
+
   test('an unreachable server is a clear error and exit 1', async () => {
     const result = await holdfast({ ...server, url: 'http://127.0.0.1:9' }, ['locks', 'ls']);
     expect(result.code).toBe(1);

@@ -8,9 +8,10 @@ import { e2e, uniquePrefix } from './support/env.js';
 import { LockApi } from './support/lock-api.js';
 
 test('sign in through the printed link, see who is signed in, sign out', async ({ page }) => {
-  await signInWithLink(page, e2e.operatorToken);
-  // The token is gone from the address bar once used.
-  expect(page.url()).not.toContain(e2e.operatorToken);
+  const link = await signInWithLink(page, e2e.operatorToken, e2e.consoleUrl);
+  // The link never carried the token, and its one-time code is gone from the address bar once used.
+  expect(link).not.toContain(e2e.operatorToken);
+  expect(page.url()).not.toContain('code=');
   await expect(page.getByTestId('whoami-name')).toHaveText(e2e.operatorName);
   await expect(page.getByTestId('whoami-role')).toHaveText('operator');
   await page.getByRole('button', { name: 'Sign out' }).click();

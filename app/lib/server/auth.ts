@@ -1,67 +1,100 @@
 /**
- * The console's sign-in state. The admin token lives only in an httpOnly,
- * SameSite=Strict cookie, so browser JavaScript never sees it; route handlers
- * read it and send it to the lock server as a bearer token.
+ * The console's sign-in state: a cookie sealed with iron-session (encrypted and
+ * authenticated with a per-process secret) holding a console session id and the
+ * admin token, httpOnly and SameSite=Strict, so browser JavaScript never sees the
+ * token; route handlers unseal it and send the token to the lock server.
+ *
+ * A sealed cookie alone would stay valid after sign-out (whoever copied it could
+ * replay it until it expires), so the console also keeps the set of live session
+ * ids (process-state.ts): a cookie counts only while its id is in that set, and
+ * signing out removes it. A console restart empties the set — everyone signs in
+ * again.
  *
  * Admin actions (revoke, kill) are CSRF-safe three ways: the cookie is
  * SameSite=Strict, the Origin header must name this console, and the request must
- * carry a CSRF token derived from the session's token (HMAC), which a
- * cross-site page cannot read or compute.
+ * carry a CSRF token derived from the console session id (HMAC with the process
+ * secret), which a cross-site page cannot read or compute.
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { getIronSession, type SessionOptions } from 'iron-session';
 import { cookies } from 'next/headers';
 import type { Identity, Role } from '../api-types';
+import { processState } from './process-state';
 import { errorBody } from './upstream';
 
 export const SESSION_COOKIE = 'holdfast_console';
 const SESSION_MAX_AGE_SECONDS = 12 * 60 * 60;
 
 export interface ConsoleSession {
+  /** The console session id: the unit of sign-out. */
+  sid: string;
   token: string;
   name: string;
   role: Role;
 }
 
-export function csrfTokenFor(token: string): string {
-  return createHmac('sha256', token).update('holdfast-console-csrf-v1').digest('base64url');
+type SealedCookie = Partial<ConsoleSession>;
+
+export function csrfTokenFor(sid: string): string {
+  return createHmac('sha256', processState().secret).update(`holdfast-console-csrf-v2:${sid}`).digest('base64url');
 }
 
 export function identityOf(session: ConsoleSession): Identity {
-  return { name: session.name, role: session.role, csrfToken: csrfTokenFor(session.token) };
+  return { name: session.name, role: session.role, csrfToken: csrfTokenFor(session.sid) };
 }
 
+function cookieOptions(secure: boolean): SessionOptions {
+  return {
+    password: processState().secret,
+    cookieName: SESSION_COOKIE,
+    ttl: SESSION_MAX_AGE_SECONDS,
+    cookieOptions: { httpOnly: true, sameSite: 'strict', path: '/', secure },
+  };
+}
+
+async function sealedCookie(secure = false) {
+  return getIronSession<SealedCookie>(await cookies(), cookieOptions(secure));
+}
+
+/** The signed-in console session, or null (no cookie, a cookie that does not unseal, or one signed out). */
 export async function readSession(): Promise<ConsoleSession | null> {
-  const raw = (await cookies()).get(SESSION_COOKIE)?.value;
-  return raw ? decodeSession(raw) : null;
+  const value = await sealedCookie();
+  const { sid, token, name } = value;
+  if (typeof sid !== 'string' || typeof token !== 'string' || token.length === 0) return null;
+  if (!sessionIsLive(sid)) return null;
+  const role: Role = value.role === 'operator' || value.role === 'unknown' ? value.role : 'viewer';
+  return { sid, token, name: typeof name === 'string' ? name : 'unknown', role };
 }
 
-export function encodeSession(session: ConsoleSession): string {
-  return Buffer.from(JSON.stringify(session), 'utf8').toString('base64url');
+/** Start a console session for this token and set its sealed cookie. */
+export async function writeSession(signIn: Omit<ConsoleSession, 'sid'>, request: Request): Promise<ConsoleSession> {
+  const { sessions } = processState();
+  const now = Date.now();
+  for (const [id, endsAt] of sessions) if (endsAt <= now) sessions.delete(id);
+  const session: ConsoleSession = { sid: randomBytes(18).toString('base64url'), ...signIn };
+  sessions.set(session.sid, now + SESSION_MAX_AGE_SECONDS * 1000);
+  const cookie = await sealedCookie(isHttps(request));
+  Object.assign(cookie, session);
+  await cookie.save();
+  return session;
 }
 
-function decodeSession(raw: string): ConsoleSession | null {
-  try {
-    const value = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as Partial<ConsoleSession>;
-    if (typeof value.token !== 'string' || value.token.length === 0) return null;
-    const role: Role = value.role === 'operator' || value.role === 'unknown' ? value.role : 'viewer';
-    return { token: value.token, name: typeof value.name === 'string' ? value.name : 'unknown', role };
-  } catch {
-    return null;
-  }
-}
-
-export async function writeSession(session: ConsoleSession, request: Request): Promise<void> {
-  (await cookies()).set(SESSION_COOKIE, encodeSession(session), {
-    httpOnly: true,
-    sameSite: 'strict',
-    path: '/',
-    secure: isHttps(request),
-    maxAge: SESSION_MAX_AGE_SECONDS,
-  });
-}
-
+/** Sign out: the session id stops counting at once, so a copy of the cookie is useless too. */
 export async function clearSession(): Promise<void> {
-  (await cookies()).delete(SESSION_COOKIE);
+  const cookie = await sealedCookie();
+  if (typeof cookie.sid === 'string') processState().sessions.delete(cookie.sid);
+  cookie.destroy();
+}
+
+function sessionIsLive(sid: string): boolean {
+  const { sessions } = processState();
+  const endsAt = sessions.get(sid);
+  if (endsAt === undefined) return false;
+  if (endsAt <= Date.now()) {
+    sessions.delete(sid);
+    return false;
+  }
+  return true;
 }
 
 function isHttps(request: Request): boolean {
@@ -84,7 +117,7 @@ export function sameOrigin(request: Request): boolean {
 
 function csrfMatches(request: Request, session: ConsoleSession): boolean {
   const sent = request.headers.get('x-csrf-token') ?? '';
-  const expected = csrfTokenFor(session.token);
+  const expected = csrfTokenFor(session.sid);
   const a = Buffer.from(sent);
   const b = Buffer.from(expected);
   return a.length === b.length && timingSafeEqual(a, b);

@@ -2,8 +2,10 @@
  * An in-memory model of the C3 lock routes the SDK uses (L1–L7), for the
  * clock-driven unit tests and the seeded simulation. It keeps the contract's
  * rules — strictly increasing tokens, idempotent L4 for the holder, L5/L6
- * compare on (key, token), TTL expiry of locks and sessions — and takes its
- * time from the same Clock as the clients. Real-server behaviour is covered
+ * compare on (key, token), TTL expiry of locks and sessions, the session
+ * capability (L1 hands out a sessionToken; L2–L6 need it as a bearer token:
+ * 404 for a session that is not live, 401 for a wrong or missing token) — and
+ * takes its time from the same Clock as the clients. Real-server behaviour is covered
  * by test/client/real-server.test.ts against `startServer()`.
  *
  * `intercept` lets a test script the answer to a request (always 409, two
@@ -19,10 +21,13 @@ export interface RecordedCall {
   at: number;
   path: string;
   body: Record<string, unknown>;
+  /** The `authorization` header as sent, if any. */
+  authorization: string | undefined;
 }
 
 interface Session {
   id: string;
+  token: string;
   owner: string;
   ttlMillis: number;
   expiresAt: number;
@@ -84,6 +89,7 @@ export class FakeLockServer {
       at: now,
       path: request.path,
       body: (request.body ?? {}) as Record<string, unknown>,
+      authorization: headerOf(request, 'authorization'),
     };
     this.calls.push(call);
     const answer = this.intercept?.(call) ?? this.answer(call, now);
@@ -103,24 +109,32 @@ export class FakeLockServer {
       case 'L1': {
         const ttlMillis = (body.ttlMillis as number | undefined) ?? 15_000;
         if (!inRange(ttlMillis, 1_000, 300_000)) return error(400, 'VALIDATION_FAILED', 'ttlMillis');
+        const id = `s${this.nextSession++}`;
         const session: Session = {
-          id: `s${this.nextSession++}`,
+          id,
+          token: `secret-token-of-${id}-${'x'.repeat(22)}`,
           owner: (body.owner as string | undefined) ?? 'anonymous',
           ttlMillis,
           expiresAt: now + ttlMillis,
         };
         this.sessions.set(session.id, session);
-        return { status: 201, body: { sessionId: session.id, owner: session.owner, ttlMillis, expiresAt: session.expiresAt } };
+        return {
+          status: 201,
+          body: { sessionId: session.id, sessionToken: session.token, owner: session.owner, ttlMillis, expiresAt: session.expiresAt },
+        };
       }
       case 'L2': {
         const session = this.liveSession(segments[3]!, now);
         if (!session) return error(404, 'SESSION_NOT_FOUND', 'no session');
+        if (!authorized(call, session)) return error(401, 'UNAUTHENTICATED', 'wrong session token');
         session.expiresAt = now + session.ttlMillis;
         return { status: 200, body: { sessionId: session.id, expiresAt: session.expiresAt } };
       }
       case 'L3': {
         const id = segments[3]!;
-        if (!this.liveSession(id, now)) return error(404, 'SESSION_NOT_FOUND', 'no session');
+        const session = this.liveSession(id, now);
+        if (!session) return error(404, 'SESSION_NOT_FOUND', 'no session');
+        if (!authorized(call, session)) return error(401, 'UNAUTHENTICATED', 'wrong session token');
         this.kill(id);
         return { status: 204 };
       }
@@ -128,6 +142,7 @@ export class FakeLockServer {
         const key = segments[3]!;
         const session = this.liveSession(body.sessionId as string, now);
         if (!session) return error(404, 'SESSION_NOT_FOUND', 'no session');
+        if (!authorized(call, session)) return error(401, 'UNAUTHENTICATED', 'wrong session token');
         const ttlMillis = (body.ttlMillis as number | undefined) ?? 30_000;
         if (!inRange(ttlMillis, 1_000, 600_000)) return error(400, 'VALIDATION_FAILED', 'ttlMillis');
         const waitMillis = (body.waitMillis as number | undefined) ?? 0;
@@ -149,9 +164,13 @@ export class FakeLockServer {
       case 'L5':
       case 'L6': {
         const key = segments[3]!;
-        if (!this.liveSession(body.sessionId as string, now)) return error(404, 'SESSION_NOT_FOUND', 'no session');
+        const session = this.liveSession(body.sessionId as string, now);
+        if (!session) return error(404, 'SESSION_NOT_FOUND', 'no session');
+        if (!authorized(call, session)) return error(401, 'UNAUTHENTICATED', 'wrong session token');
         const held = this.liveLock(key, now);
-        if (!held || String(held.token) !== body.fencingToken) return error(409, 'LOCK_LOST', 'not held');
+        if (!held || held.sessionId !== session.id || String(held.token) !== body.fencingToken) {
+          return error(409, 'LOCK_LOST', 'not held');
+        }
         if (call.route === 'L6') {
           this.locks.delete(key);
           return { status: 200, body: { key, released: true } };
@@ -209,6 +228,15 @@ function grantBody(lock: Lock): Record<string, unknown> {
     grantedAt: lock.grantedAt,
     expiresAt: lock.expiresAt,
   };
+}
+
+function authorized(call: RecordedCall, session: Session): boolean {
+  return call.authorization === `Bearer ${session.token}`;
+}
+
+function headerOf(request: TransportRequest, name: string): string | undefined {
+  const entry = Object.entries(request.headers ?? {}).find(([k]) => k.toLowerCase() === name);
+  return entry?.[1];
 }
 
 function inRange(value: number, min: number, max: number): boolean {

@@ -1,0 +1,31 @@
+/**
+ * Mint a one-time sign-in code: `POST /api/auth/codes` with
+ * `Authorization: Bearer <admin token>` → 201 `{code, expiresAt, path}`, where
+ * `path` (`/signin?code=…`) is the link to open. Only someone who holds a token
+ * the lock server accepts can mint one, and it signs in as that token — this is
+ * how `npm start` prints a sign-in link without putting the operator token in a
+ * URL: it reads the local token file and asks here (scripts/start.sh).
+ */
+import { refuse } from '../../../lib/server/auth';
+import { resolveIdentity } from '../../../lib/server/identity';
+import { mintSignInCode } from '../../../lib/server/signin-codes';
+
+export const dynamic = 'force-dynamic';
+
+export async function POST(request: Request): Promise<Response> {
+  const header = request.headers.get('authorization') ?? '';
+  const match = /^Bearer ([^\s]{1,4096})$/.exec(header.trim());
+  if (!match) return refuse(401, 'UNAUTHENTICATED', 'send the admin token as Authorization: Bearer <token>');
+  const token = match[1]!;
+  const identity = await resolveIdentity(token);
+  if (!identity.ok) {
+    const message =
+      identity.status === 401 || identity.status === 403 ? 'the lock server does not accept this token' : identity.body.error.message;
+    return Response.json({ error: { ...identity.body.error, message } }, { status: identity.status, headers: { 'cache-control': 'no-store' } });
+  }
+  const { code, expiresAt } = mintSignInCode({ token, name: identity.body.name, role: identity.body.role });
+  return Response.json(
+    { code, expiresAt, path: `/signin?code=${code}` },
+    { status: 201, headers: { 'cache-control': 'no-store' } },
+  );
+}
