@@ -145,7 +145,7 @@ export class LockService {
           {
             liveInstances: (count) => this.budget.setInstanceCount(count),
             ...(options.publication ? { publication: options.publication } : {}),
-            checkFailed: (error) => this.events.fleetCheckFailed({ message: error.message }),
+            checkFailed: (error) => this.events.fleetCheckFailed({ requestId: 'fleet-check' }, { message: `fleet check: ${error.message}` }),
           },
           options.fleet,
         )
