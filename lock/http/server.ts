@@ -325,7 +325,7 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
       ),
   );
 
-  registerInsightRoutes(app, service.insight);
+  registerInsightRoutes(app, service);
 
   // ---- operations ----
   app.get('/metrics', async (request, reply) => {
