@@ -46,8 +46,17 @@ export interface WaitEdge {
   holderSessionId: string | null;
 }
 
+export interface BrokenDeadlock {
+  at: number;
+  sessions: string[];
+  keys: string[];
+  victimSessionId: string;
+  key: string;
+}
+
 export interface WaitGraph {
   scope: 'instance';
   items: WaitEdge[];
   cycles: string[][];
+  broken: BrokenDeadlock[];
 }

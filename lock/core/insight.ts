@@ -32,12 +32,31 @@ export interface ContendedKey {
   holderOwner?: string;
 }
 
+/** A wait-for cycle the fleet broke by answering its youngest wait DEADLOCK_DETECTED. */
+export interface BrokenDeadlock {
+  at: number;
+  /** Sessions and keys of the cycle. */
+  sessions: string[];
+  keys: string[];
+  /** The wait answered 409 DEADLOCK_DETECTED (it kept what it held). */
+  victimSessionId: string;
+  key: string;
+}
+
 export interface WaitGraph {
   scope: 'instance';
   items: WaitEdge[];
   /** Sessions of each cycle (deadlock) in the graph. */
   cycles: string[][];
+  /**
+   * Cycles broken lately, newest first, as answered by this instance: a cycle lives for less
+   * than a second once the fleet's deadlock check sees it, so the graph alone rarely shows one.
+   */
+  broken: BrokenDeadlock[];
 }
+
+/** Broken cycles the waits view keeps (per instance, newest first). */
+const BROKEN_DEADLOCKS_KEPT = 20;
 
 /** How an ended grant is told apart in the history and in lock_hold_seconds. */
 export interface GrantEnd {
@@ -58,6 +77,7 @@ const OLDEST_REUSE_MILLIS = 1000;
 export class LockInsight {
   readonly contention: ContentionTop;
   readonly history: LockHistory;
+  private readonly broken: BrokenDeadlock[] = [];
   private readonly oldestScans = new Map<string, { startedAt: number; scan: Promise<HeldLock[]> }>();
 
   constructor(
@@ -139,9 +159,15 @@ export class LockInsight {
     };
   }
 
+  /** A cycle was broken here: its youngest wait was answered DEADLOCK_DETECTED. */
+  deadlockBroken(deadlock: BrokenDeadlock): void {
+    this.broken.unshift(deadlock);
+    if (this.broken.length > BROKEN_DEADLOCKS_KEPT) this.broken.length = BROKEN_DEADLOCKS_KEPT;
+  }
+
   waitGraph(): WaitGraph {
     const items = this.waiters.snapshot();
-    return { scope: 'instance', items, cycles: findCycles(items) };
+    return { scope: 'instance', items, cycles: findCycles(items), broken: [...this.broken] };
   }
 
   /** This instance's recent events of `key` and the store's audit entries about it, both newest first. */

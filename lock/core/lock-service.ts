@@ -398,6 +398,7 @@ export class LockService {
         if (waiter.deadlock) {
           this.recordWait('aborted', startedAt);
           this.events.deadlockDetected(ctx, { ...waiter.deadlock, victimSessionId: sessionId, key: req.key });
+          this.insight.deadlockBroken({ at: this.clock.now(), ...waiter.deadlock, victimSessionId: sessionId, key: req.key });
           throw new DeadlockDetectedError(req.key, waiter.deadlock);
         }
         if (waiter.sessionEnded.signal.aborted) throw new SessionNotFoundError(sessionId);

@@ -175,24 +175,39 @@ test('kill a session from the sessions page: its locks are freed and the audit e
   await docScreenshot(page, 'lock-history');
 });
 
-test('a deadlock is drawn: both sessions and both waits of the cycle in red', async ({ page }) => {
+test('a deadlock is broken and shown: the youngest wait gets DEADLOCK_DETECTED, the waits page names the cycle', async ({ page }) => {
   const a = await api.openSession('deadlock-a', 120_000);
   const b = await api.openSession('deadlock-b', 120_000);
   await api.mustAcquire('deadlock/x', a);
   await api.mustAcquire('deadlock/y', b);
-  // a waits for y (held by b), b waits for x (held by a): a cycle no release will break.
-  const waits = [waitingAcquire('deadlock/y', a, 30_000), waitingAcquire('deadlock/x', b, 30_000)];
+  // a waits for y (held by b), then b waits for x (held by a): a cycle no release would break.
+  const older = waitingAcquire('deadlock/y', a, 30_000);
+  await expect.poll(async () => (await api.call<{ waiterCount: number }>('GET', '/v1/locks/deadlock%2Fy')).body.waiterCount).toBe(1);
+  const younger = waitingAcquire('deadlock/x', b, 30_000);
   try {
+    // The fleet's deadlock check answers the youngest wait (b's) 409 DEADLOCK_DETECTED; b keeps y.
+    const victim = await younger;
+    expect(victim.status).toBe(409);
+    expect((victim.body as { error: { code: string } }).error.code).toBe('DEADLOCK_DETECTED');
     await signInWithForm(page, e2e.operatorToken, stack.consoleUrl);
     await page.getByRole('link', { name: 'Waits', exact: true }).click();
-    await expect(page.getByTestId('deadlock-banner')).toContainText([a, b].sort().join(' → '), WITHIN_REFRESH);
-    for (const s of [a, b]) await expect(page.locator(`[data-testid="wait-node"][data-session="${s}"]`)).toHaveAttribute('data-cycle', 'yes');
-    await expect(page.locator('[data-testid="wait-edge"][data-cycle="yes"]')).toHaveCount(2);
+    const broken = page.getByTestId('deadlock-broken').first();
+    await expect(broken).toContainText(b, WITHIN_REFRESH);
+    await expect(broken).toContainText(a);
+    await expect(broken).toContainText('deadlock/x');
+    await expect(broken).toContainText('deadlock/y');
+    await expect(broken).toContainText(`${b} was answered DEADLOCK_DETECTED on deadlock/x`);
+    // a still waits for y: the graph shows that one wait, no cycle any more.
+    await expect(page.locator(`[data-testid="wait-node"][data-session="${a}"]`)).toHaveCount(1, WITHIN_REFRESH);
+    await expect(page.locator('[data-testid="wait-edge"][data-cycle="yes"]')).toHaveCount(0);
     await docScreenshot(page, 'waits-deadlock');
+    // Once the victim gives back what it holds, the survivor is granted.
+    await api.closeSession(b);
+    expect((await older).status).toBe(200);
   } finally {
     await api.closeSession(a);
-    await api.closeSession(b);
-    await Promise.all(waits);
+    await api.closeSession(b).catch(() => undefined);
+    await Promise.allSettled([older, younger]);
   }
 });
 

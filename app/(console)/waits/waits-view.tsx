@@ -2,8 +2,10 @@
 /**
  * Who waits for whom: acquires waiting on the server (waitMillis > 0), the key
  * each waits for and the session holding it, drawn as a graph with any cycle
- * (deadlock) in red. Until the fleet-wide wait state lands (issue 11) this is
- * the answering server instance's waits only.
+ * (deadlock) in red, and the cycles broken lately. The fleet breaks a cycle within
+ * about a second by answering its youngest wait DEADLOCK_DETECTED, so a live cycle is
+ * rarely on screen; the broken ones say which sessions and keys were caught and who
+ * gave way. This is the answering server instance's waits.
  */
 import Link from 'next/link';
 import { useWaitGraph } from '../../components/insight-queries';
@@ -23,10 +25,35 @@ export function WaitsView() {
       <p className="legend muted">
         Acquires waiting on this server instance for a key another session holds. An arrow goes from the waiting session to the
         holder; a cycle of arrows (in red) is a deadlock: none of its sessions can get what it waits for until one gives up.
+        Holdfast breaks a deadlock by answering the youngest wait in it <code>409 DEADLOCK_DETECTED</code> (it keeps what it
+        holds); those are listed below.
       </p>
       {graph.isError ? <ErrorState error={graph.error} what="the waits" /> : null}
       {graph.isPending ? <Loading what="the waits" /> : null}
       {data && data.items.length === 0 ? <Empty>No acquire is waiting.</Empty> : null}
+      {data && data.broken.length > 0 ? (
+        <div className="card" data-testid="deadlocks-broken">
+          <h2>Deadlocks broken lately</h2>
+          <ul>
+            {data.broken.map((d) => (
+              <li key={`${d.at}-${d.victimSessionId}`} data-testid="deadlock-broken">
+                <time dateTime={new Date(d.at).toISOString()}>{new Date(d.at).toLocaleTimeString()}</time>{' '}
+                cycle <span className="mono">{[...d.sessions, d.sessions[0]].join(' → ')}</span> over keys{' '}
+                {d.keys.map((k, i) => (
+                  <span key={k}>
+                    {i > 0 ? ', ' : ''}
+                    <Link href={`/locks/${encodeURIComponent(k)}`} className="mono">
+                      {k}
+                    </Link>
+                  </span>
+                ))}
+                : <span className="mono">{d.victimSessionId}</span> was answered DEADLOCK_DETECTED on{' '}
+                <span className="mono">{d.key}</span>
+              </li>
+            ))}
+          </ul>
+        </div>
+      ) : null}
       {data && data.cycles.length > 0 ? (
         <div className="banner banner-error" role="alert" data-testid="deadlock-banner">
           <strong>{data.cycles.length === 1 ? 'A deadlock' : `${data.cycles.length} deadlocks`}:</strong>{' '}
