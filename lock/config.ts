@@ -35,6 +35,11 @@ const schema = z.object({
   HOLDFAST_PG_STATEMENT_TIMEOUT_MS: intFrom(100, 600_000, 1500),
   /** v2: concurrent server-side waits (L4 with waitMillis > 0) one session may have on one server. */
   HOLDFAST_MAX_WAITS_PER_SESSION: intFrom(1, 10_000, 32),
+  /**
+   * v2: on SIGTERM, how long the server drains (/readyz 503, new L4s 503, everything else still
+   * served) before it closes its listener, so load balancers see it leave before connections fail.
+   */
+  HOLDFAST_DRAIN_DELAY_MS: intFrom(0, 120_000, 5000),
 });
 
 export type ServerConfig = z.infer<typeof schema>;
