@@ -24,6 +24,11 @@ export class StatementBatcher<Request, Result> {
     });
   }
 
+  /** Runs one request as a batch of its own, now (a retry after its batch failed). */
+  async submitAlone(request: Request): Promise<Result> {
+    return (await this.run([request]))[0]!;
+  }
+
   private flush(): void {
     this.scheduled = false;
     const queue = this.pending;
