@@ -3,9 +3,9 @@
  * load. The SDK, given both endpoints, moves to the survivor and keeps its
  * sessions; 0 fenced writes refused, 0 overlapping grants; grants resume within
  * seconds. A waiter parked on the dead instance is gone within one session TTL:
- * its session (no longer heartbeated) expires and the survivor's L7 shows no
- * waiter on the key. (The fleet-wide wait state is h11-fleet's; until it lands,
- * per-instance wait state dies with its process and this is what is asserted.)
+ * its session (no longer heartbeated) expires and the survivor's L7, which
+ * counted that waiter while A lived (fleet-wide wait state, h11-fleet), shows
+ * no waiter on the key.
  */
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { startWorkload } from '../support/fault-workload.js';
@@ -46,6 +46,8 @@ test('SIGKILL one of two instances under load: the SDK moves to the other, 0 ove
   const waiter = (await viaA.openSession({ ttlMillis: SESSION_TTL })).body.sessionId as string;
   const parked = viaA.acquire('kill/parked', { sessionId: waiter, waitMillis: 30_000 }).catch((error: Error) => error);
   await eventually(async () => (await viaA.read('kill/parked')).body.waiterCount === 1, 10_000, 20);
+  // The wait state is fleet-wide (h11-fleet): B counts the waiter parked on A.
+  await eventually(async () => (await viaB.read('kill/parked')).body.waiterCount === 1, 10_000, 20);
   // Its session is kept alive through A, as its own SDK would, until A dies.
   const beating = setInterval(() => void viaA.heartbeat(waiter).catch(() => {}), 1000);
 
@@ -64,9 +66,9 @@ test('SIGKILL one of two instances under load: the SDK moves to the other, 0 ove
   await new Promise((r) => setTimeout(r, killedAt + SESSION_TTL + 1000 - Date.now()));
   const probe = await viaB.heartbeat(waiter, { authorization: `Bearer ${viaA.sessionToken(waiter)}` });
   const probedAfter = Date.now() - killedAt;
+  const lockView = (await viaB.read('kill/parked')).body;
   // Load runs on a little longer through B alone.
   await new Promise((r) => setTimeout(r, 3000));
-  const lockView = (await viaB.read('kill/parked')).body;
   await workload.stop();
 
   const after = workload.grants.filter((g) => g.grantedAt > killedAt).length;
