@@ -92,10 +92,10 @@ function untracedRequest(route: MeasuredRoute, spanContext: SpanContext, metrics
     context: null,
     spanContext,
     fencingToken() {},
-    answered({ status, code, seconds }) {
+    answered({ status, code, seconds, draining }) {
       if (finished) return null;
       finished = true;
-      const outcome = outcomeOf(route, status, code);
+      const outcome = outcomeOf(route, status, code, draining);
       record(metrics, route, outcome, seconds, exemplarOf(spanContext));
       return outcome;
     },
