@@ -8,6 +8,7 @@
  * no waiter on the key.
  */
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import { LockClient } from '../../client/client.js';
 import { startWorkload } from '../support/fault-workload.js';
 import { eventually, httpClient } from '../support/http.js';
 import { spawnServer, type ServerProcess } from '../support/server-process.js';
@@ -70,6 +71,12 @@ test('SIGKILL one of two instances under load: the SDK moves to the other, 0 ove
   // Load runs on a little longer through B alone.
   await new Promise((r) => setTimeout(r, 3000));
   await workload.stop();
+  // The public option itself: a client given both URLs, the first one dead, works through the second.
+  const listed = new LockClient({ baseUrl: [a.url, b.url] });
+  const listedSession = await listed.openSession({ ttlMillis: SESSION_TTL });
+  const listedHandle = await listedSession.acquire('kill/listed');
+  const listedHolder = (await viaB.read('kill/listed')).body;
+  await listedSession.close();
 
   const after = workload.grants.filter((g) => g.grantedAt > killedAt).length;
   const firstAfter = workload.firstGrantAfter(killedAt);
@@ -90,5 +97,7 @@ test('SIGKILL one of two instances under load: the SDK moves to the other, 0 ove
   expect(waiterAnswer).toBeInstanceOf(Error);
   expect(probe.status).toBe(404);
   expect(probe.body.error.code).toBe('SESSION_NOT_FOUND');
+  expect(listedHandle).not.toBeNull();
+  expect(listedHolder).toMatchObject({ held: true, sessionId: listedSession.sessionId, fencingToken: listedHandle!.fencingToken });
   expect(lockView).toMatchObject({ held: true, sessionId: blocker, waiterCount: 0 });
 }, 120_000);
