@@ -16,7 +16,8 @@ const DEFAULT_PARAMS = PGlite.defaultStartParams as string[];
 const gucs = (...pairs: string[]) => [...DEFAULT_PARAMS, ...pairs.flatMap((p) => ['-c', p])];
 
 export const CONFIGS: Record<string, { initialMemory?: number; startParams?: string[] }> = {
-  default: {},
+  // PGlite's own defaults (shared_buffers 128 MB); the store now passes shared_buffers=16MB.
+  'pglite-default': { startParams: [...DEFAULT_PARAMS] },
   'shared_buffers=16MB': { startParams: gucs('shared_buffers=16MB') },
   'shared_buffers=8MB': { startParams: gucs('shared_buffers=8MB') },
   'shared_buffers=8MB,wal_buffers=1MB,work_mem=1MB,temp_buffers=1MB,maintenance_work_mem=4MB': {

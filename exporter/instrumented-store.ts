@@ -34,11 +34,13 @@ export function instrumentStore(store: LockStore, metrics: ServerMetrics): LockS
   const tracer = trace.getTracer('holdfast-store');
   // One wrapper per SPI method, built once (not per call).
   const wrappers = new Map<PropertyKey, (...args: unknown[]) => Promise<unknown>>();
-  const wrapperOf = (target: LockStore, property: keyof LockStore, op: StoreOp, method: (...a: unknown[]) => Promise<unknown>) => {
+  const wrapperOf = (target: LockStore, property: keyof LockStore, op: StoreOp) => {
     const timed = async (span: Span | null, args: unknown[]) => {
       const started = performance.now();
       let outcome: StoreOutcome = 'ok';
       try {
+        // Looked up per call: the store beneath may itself be a proxy that changes its answer.
+        const method = Reflect.get(target, property) as (...a: unknown[]) => Promise<unknown>;
         return await method.apply(target, args);
       } catch (error) {
         outcome = (error as { code?: string }).code === 'NOT_LEADER' ? 'not_leader' : 'error';
@@ -65,7 +67,7 @@ export function instrumentStore(store: LockStore, metrics: ServerMetrics): LockS
       const op = OPS[property as keyof LockStore];
       if (typeof value !== 'function') return value;
       if (!op) return value.bind(target);
-      return wrapperOf(target, property as keyof LockStore, op, value as (...a: unknown[]) => Promise<unknown>);
+      return wrapperOf(target, property as keyof LockStore, op);
     },
   });
   if (!hasReleaseWaiter(store)) {

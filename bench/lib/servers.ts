@@ -51,6 +51,11 @@ export function startPostgresServer(databaseUrl: string, poolSize?: number | str
   );
 }
 
+/** The etcd store on the given endpoints (its own etcd: the store's namespace is fixed). */
+export function startEtcdServer(endpoints: string[]): Promise<BenchServer> {
+  return start({ HOLDFAST_STORE: 'etcd', ETCD_ENDPOINTS: endpoints.join(',') }, () => {});
+}
+
 /** The embedded store (file-backed PGlite) in a fresh temporary data dir, removed on stop. */
 export function startEmbeddedServer(): Promise<BenchServer> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'holdfast-bench-'));

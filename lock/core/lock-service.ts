@@ -140,7 +140,7 @@ export class LockService {
           {
             liveInstances: (count) => this.budget.setInstanceCount(count),
             ...(options.publication ? { publication: options.publication } : {}),
-            checkFailed: (error) => this.events.fleetCheckFailed({ message: error.message }),
+            checkFailed: (error) => this.events.fleetCheckFailed({ requestId: 'fleet-check' }, { message: `fleet check: ${error.message}` }),
           },
           options.fleet,
         )
@@ -259,11 +259,15 @@ export class LockService {
     let locks = 0;
     // The store's clock decides what lapsed. A session lapsing between the two phases keeps
     // its locks in the second (only lapsed lock TTLs go there) until the next pass ends it.
+    // Bounded batches (session order, then key order, in the store) with a turn of the event
+    // loop between them: an expiry storm is many short transactions, and requests are answered
+    // between them instead of after the whole storm.
     for (;;) {
       const ended = await this.store.expireSessions(batch);
       for (const e of ended) this.sessionEnded(e, ctx);
       sessions += ended.length;
       if (ended.length < batch) break;
+      await yieldToRequests();
     }
     if (this.fleetStore) await this.fleetStore.expireInstances(batch);
     for (;;) {
@@ -274,6 +278,7 @@ export class LockService {
       }
       locks += expired.length;
       if (expired.length < batch) break;
+      await yieldToRequests();
     }
     this.budget.prune();
     return { sessions, locks };
@@ -629,4 +634,8 @@ function toGrant(lock: HeldLock): LockGrant {
 
 function newSessionId(): string {
   return `s_${randomBytes(16).toString('base64url')}`;
+}
+
+function yieldToRequests(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }

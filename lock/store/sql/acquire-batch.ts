@@ -41,7 +41,8 @@ export async function acquireInRounds(db: Queryable, batch: readonly AcquireRequ
         round.push(item);
       }
     }
-    const rows = await acquireOnce(db, round.map((item) => item.request));
+    // A lone request takes the one-request function: the same rules without the batch's array work.
+    const rows = round.length === 1 ? [await acquireSingle(db, round[0]!.request)] : await acquireOnce(db, round.map((item) => item.request));
     round.forEach((item, i) => (results[item.index] = rows[i]!));
     pending = later;
   }

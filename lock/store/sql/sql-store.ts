@@ -88,8 +88,10 @@ export class SqlLockStore implements LockStore, ReleaseFeed, FleetWaitState {
   private readonly releases = new StatementBatcher((batch: ReleaseRequest[]) => this.releaseBatch(batch));
   private readonly fleet: SqlFleet;
   private readonly acquires = new StatementBatcher((batch: AcquireRequest[]) => this.acquireBatch(batch));
-  private readonly heartbeats = new StatementBatcher((batch: SessionCredential[]) => this.heartbeatBatch(batch));
-  private readonly opens = new StatementBatcher((batch: OpenSessionRequest[]) => this.openSessionBatch(batch));
+  // Group commit for the steady load: at most two heartbeat (and two open) statements in flight,
+  // so 128 callers make a few large statements rather than a pool full of small ones.
+  private readonly heartbeats = new StatementBatcher((batch: SessionCredential[]) => this.heartbeatBatch(batch), 512, 2);
+  private readonly opens = new StatementBatcher((batch: OpenSessionRequest[]) => this.openSessionBatch(batch), 512, 2);
   private readonly sealer: AuditSealer;
 
   constructor(
