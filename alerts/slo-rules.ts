@@ -11,12 +11,17 @@ import { COMPLIANCE_WINDOW, RECORDED, SLO_ROUTES, sloModel } from './slo.js';
 
 type RangeFunction = 'rate' | 'increase';
 
+/** A matcher leaving out outcomes S1 does not count (a draining instance's refusals). */
+function excluding(outcomes: readonly string[]): string[] {
+  return outcomes.length === 0 ? [] : [`outcome!~"${outcomes.join('|')}"`];
+}
+
 function perRouteRules(ctx: RuleContext, fn: RangeFunction, window: string, requests: string, errors: string): RecordingRule[] {
   const rules: RecordingRule[] = [];
   for (const r of SLO_ROUTES) {
     rules.push({
       record: requests,
-      expr: `sum by (${ctx.by}) (${fn}(${ctx.series(r.spec, { series: r.series })}[${window}]))`,
+      expr: `sum by (${ctx.by}) (${fn}(${ctx.series(r.spec, { series: r.series, raw: excluding(r.excludedOutcomes) })}[${window}]))`,
       labels: { route: r.route },
     });
   }

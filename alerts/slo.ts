@@ -16,12 +16,15 @@ export interface SloRoute {
   readonly series?: HistogramSeries;
   /** SLO_S1.badOutcomes that this metric's closed `outcome` set can actually carry. */
   readonly badOutcomes: readonly string[];
+  /** SLO_S1.excludedOutcomes this metric can carry: left out of the request count too. */
+  readonly excludedOutcomes: readonly string[];
 }
 
 function route(name: SloRoute['route'], spec: MetricSpec, series?: HistogramSeries): SloRoute {
   const badOutcomes = valuesIn(spec, 'outcome', SLO_S1.badOutcomes);
   if (badOutcomes.length === 0) throw new Error(`${spec.name} carries none of the S1 bad outcomes`);
-  return { route: name, spec, series, badOutcomes };
+  const excludedOutcomes = valuesIn(spec, 'outcome', SLO_S1.excludedOutcomes);
+  return { route: name, spec, series, badOutcomes, excludedOutcomes };
 }
 
 export const SLO_ROUTES: readonly SloRoute[] = [

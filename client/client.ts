@@ -9,6 +9,7 @@
 import type { MetricsRegistry as Registry, TracerProviderLike as TracerProvider } from './peer-types.js';
 import { failureToError, LockApi } from './api.js';
 import { systemClock, type Clock } from './clock.js';
+import { EndpointsTransport } from './endpoints.js';
 import { ValidationError } from './errors.js';
 import { validateKey } from './keys.js';
 import { SILENT_LOGGER, type ClientLogger } from './logger.js';
@@ -25,8 +26,14 @@ import { TokenWatermark } from './watermark.js';
 import type { LockInfo } from './wire.js';
 
 export interface LockClientOptions {
-  /** e.g. `http://127.0.0.1:7070`. Required unless `transport` is given. */
-  baseUrl?: string;
+  /**
+   * e.g. `http://127.0.0.1:7070`, or several instances of one service (one store):
+   * `['http://a:7070', 'http://b:7070']`. With several, a request that is refused,
+   * reset, unanswered in time or answered 503 moves the client to the next endpoint
+   * (client/endpoints.ts); the session, its token and its locks carry over.
+   * Required unless `transport` is given.
+   */
+  baseUrl?: string | readonly string[];
   /** Replaces HTTP-over-fetch (simulations, custom agents). */
   transport?: Transport;
   /**
@@ -119,11 +126,13 @@ export class LockClient {
   }
 }
 
-function transportFor(baseUrl: string | undefined): Transport {
-  if (baseUrl === undefined || baseUrl === '') {
-    throw new ValidationError('LockClient needs a baseUrl (e.g. http://127.0.0.1:7070) or a transport');
+function transportFor(baseUrl: string | readonly string[] | undefined): Transport {
+  const urls = typeof baseUrl === 'string' ? [baseUrl] : [...(baseUrl ?? [])];
+  if (urls.length === 0 || urls.some((url) => typeof url !== 'string' || url === '')) {
+    throw new ValidationError('LockClient needs a baseUrl (e.g. http://127.0.0.1:7070, or a list of them) or a transport');
   }
-  return new FetchTransport(baseUrl);
+  if (urls.length === 1) return new FetchTransport(urls[0]!);
+  return new EndpointsTransport(urls.map((url) => new FetchTransport(url)));
 }
 
 function marginFrom(option: number | undefined): number {

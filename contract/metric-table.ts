@@ -58,6 +58,8 @@ export const ACQUIRE_OUTCOMES = [
   'session_not_found',
   'invalid',
   'not_leader',
+  // Refused because this instance is draining (SIGTERM): retry elsewhere; not counted by S1.
+  'draining',
   'error',
 ] as const;
 export const RELEASE_OUTCOMES = ['released', 'lost', 'invalid', 'error'] as const;
@@ -272,4 +274,9 @@ export const SLO_S1 = {
   objective: 0.999,
   windowDays: 30,
   badOutcomes: ['not_leader', 'error'] as const,
+  /**
+   * Answers S1 leaves out of both numerator and denominator: a draining instance's refusals are a
+   * planned hand-over (rolling deploy), retried on another instance, neither good nor bad service.
+   */
+  excludedOutcomes: ['draining'] as const,
 } as const;

@@ -10,8 +10,12 @@ export type MeasuredRoute = 'acquire' | 'renew' | 'release';
 
 export type MeasuredOutcome = AcquireOutcome | RenewOutcome | ReleaseOutcome;
 
-/** `code` is the pinned error code of a non-2xx answer (undefined on success). */
-export function outcomeOf(route: MeasuredRoute, status: number, code: string | undefined): MeasuredOutcome {
+/**
+ * `code` is the pinned error code of a non-2xx answer (undefined on success); `draining` says the
+ * answer was this instance refusing work because it is shutting down (still NOT_LEADER on the wire).
+ */
+export function outcomeOf(route: MeasuredRoute, status: number, code: string | undefined, draining = false): MeasuredOutcome {
+  if (route === 'acquire' && draining && status >= 300) return 'draining';
   if (route === 'acquire') return status < 300 ? 'granted' : acquireFailure(code);
   if (status < 300) return route === 'renew' ? 'renewed' : 'released';
   switch (code) {
@@ -61,4 +65,9 @@ export const SUCCESS_OUTCOME: Record<MeasuredRoute, MeasuredOutcome> = {
 /** Whether S1 counts this answer against availability (contention is a correct answer). */
 export function isS1Bad(outcome: MeasuredOutcome): boolean {
   return (SLO_S1.badOutcomes as readonly string[]).includes(outcome);
+}
+
+/** Whether S1 counts this answer at all (a draining instance's refusals it does not). */
+export function isS1Counted(outcome: MeasuredOutcome): boolean {
+  return !(SLO_S1.excludedOutcomes as readonly string[]).includes(outcome);
 }

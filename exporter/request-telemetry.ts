@@ -31,6 +31,8 @@ export interface Answer {
   /** The pinned error code of a non-2xx answer. */
   code?: string;
   seconds: number;
+  /** The answer was a draining instance's refusal (outcome `draining` on L4). */
+  draining?: boolean;
 }
 
 export interface MeasuredRequest {
@@ -63,10 +65,10 @@ export function beginMeasuredRequest(route: MeasuredRoute, headers: Headers, met
     fencingToken(token) {
       span.setAttribute('lock.fencing_token', token);
     },
-    answered({ status, code, seconds }) {
+    answered({ status, code, seconds, draining }) {
       if (finished) return null;
       finished = true;
-      const outcome = outcomeOf(route, status, code);
+      const outcome = outcomeOf(route, status, code, draining);
       record(metrics, route, outcome, seconds, exemplarOf(spanContext));
       endSpan(span, outcome, outcome !== SUCCESS_OUTCOME[route]);
       return outcome;
@@ -90,10 +92,10 @@ function untracedRequest(route: MeasuredRoute, spanContext: SpanContext, metrics
     context: null,
     spanContext,
     fencingToken() {},
-    answered({ status, code, seconds }) {
+    answered({ status, code, seconds, draining }) {
       if (finished) return null;
       finished = true;
-      const outcome = outcomeOf(route, status, code);
+      const outcome = outcomeOf(route, status, code, draining);
       record(metrics, route, outcome, seconds, exemplarOf(spanContext));
       return outcome;
     },

@@ -37,6 +37,11 @@ const schema = z.object({
   HOLDFAST_MAX_WAITS_PER_SESSION: intFrom(1, 10_000, 32),
   /** How often the store-true gauges (lock_held, lock_sessions_active, lock_oldest_held_seconds) are recounted. */
   HOLDFAST_STORE_GAUGE_REFRESH_MS: intFrom(100, 600_000, 5000),
+  /**
+   * v2: on SIGTERM, how long the server drains (/readyz 503, new L4s 503, everything else still
+   * served) before it closes its listener, so load balancers see it leave before connections fail.
+   */
+  HOLDFAST_DRAIN_DELAY_MS: intFrom(0, 120_000, 5000),
 });
 
 export type ServerConfig = z.infer<typeof schema>;

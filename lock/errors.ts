@@ -109,6 +109,12 @@ export class NotLeaderError extends HoldfastError {
   override readonly retryAfterSeconds = 1;
 }
 
+/**
+ * NOT_LEADER from an instance that is draining (SIGTERM): the same answer on the wire, so every
+ * client retries it elsewhere, but counted apart (outcome `draining`, outside S1).
+ */
+export class DrainingError extends NotLeaderError {}
+
 export class InternalError extends HoldfastError {
   readonly status = 500;
   readonly code = 'INTERNAL' as const;

@@ -11,7 +11,7 @@ import type { Clock } from './core/clock.js';
 import { ActivityWindow } from './core/activity-window.js';
 import { systemClock } from './core/clock.js';
 import { LockService } from './core/lock-service.js';
-import { NotLeaderError } from './errors.js';
+import { DrainingError } from './errors.js';
 import { buildHttpServer } from './http/server.js';
 import { openStore } from './store/open-store.js';
 import type { LockStore } from './store/spi.js';
@@ -38,7 +38,10 @@ export interface RunningServer {
   events: EventLog;
   /** Where the embedded default's operator token was written, if it was. */
   localTokenFile?: string;
-  /** Stop accepting, finish in-flight requests, close the store. */
+  /**
+   * Drain (/readyz and new L4s 503, waits end) for HOLDFAST_DRAIN_DELAY_MS, then stop accepting,
+   * finish in-flight requests, close the store.
+   */
   stop(): Promise<void>;
 }
 
@@ -116,8 +119,10 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
     ...(localTokenFile ? { localTokenFile } : {}),
     stop() {
       stopping ??= (async () => {
-        // Waiting acquires answer 503 NOT_LEADER at once so their callers retry elsewhere.
-        shutdown.abort(new NotLeaderError('server is shutting down; retry'));
+        // Waiting acquires answer 503 NOT_LEADER at once so their callers retry elsewhere; the
+        // listener stays open for the drain delay so load balancers see /readyz fail first.
+        shutdown.abort(new DrainingError('server is draining; retry on another instance'));
+        if (config.HOLDFAST_DRAIN_DELAY_MS > 0) await new Promise((resolve) => setTimeout(resolve, config.HOLDFAST_DRAIN_DELAY_MS));
         await app.close();
         storeGauges.stop();
         await sweeper.stop();

@@ -10,6 +10,7 @@ import type { AdminIdentity, AdminRole, AdminTokens } from '../admin-tokens.js';
 import type { LockService } from '../core/lock-service.js';
 import { sessionCredential } from '../core/session-token.js';
 import {
+  DrainingError,
   ForbiddenError,
   HoldfastError,
   InternalError,
@@ -19,7 +20,7 @@ import {
 } from '../errors.js';
 import type { EventLog } from '../../exporter/events.js';
 import type { ServerMetrics } from '../../exporter/server-metrics.js';
-import { isS1Bad, type MeasuredOutcome, type MeasuredRoute } from '../../exporter/outcomes.js';
+import { isS1Bad, isS1Counted, type MeasuredOutcome, type MeasuredRoute } from '../../exporter/outcomes.js';
 import { beginMeasuredRequest, type MeasuredRequest } from '../../exporter/request-telemetry.js';
 import { callerSpanContext } from '../../exporter/trace-context.js';
 import * as schemas from './schemas.js';
@@ -33,7 +34,10 @@ export interface HttpServerDeps {
   metrics: ServerMetrics;
   events: EventLog;
   defaultLockTtlMillis: number;
-  /** Aborted when the server starts shutting down; waiting acquires end at once. */
+  /**
+   * Aborted when the server starts draining (its reason a DrainingError): /readyz and new L4s answer
+   * 503 at once, waiting acquires end at once; other routes are served until the listener closes.
+   */
   shutdownSignal: AbortSignal;
   /** Renders `/metrics` (the exporter owns the format). */
   renderMetrics: (accept: string | undefined) => Promise<{ contentType: string; body: string }>;
@@ -48,6 +52,8 @@ declare module 'fastify' {
     measured?: MeasuredRequest;
     /** The span this request's log events name (server span, else the caller's). */
     eventTrace?: SpanContext;
+    /** Answered with a DrainingError: outcome `draining`. */
+    draining?: boolean;
   }
   interface FastifyContextConfig {
     measured?: MeasuredRoute;
@@ -85,7 +91,6 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
     reply.header('holdfast-backend', service.backend);
-    if (deps.shutdownSignal.aborted) throw deps.shutdownSignal.reason;
     // Started before validation so malformed L4s are timed and traced like any other answer.
     const measured = request.routeOptions.config?.measured;
     if (measured) {
@@ -94,6 +99,9 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
     } else {
       request.eventTrace = callerSpanContext(request.headers);
     }
+    // Draining: no new acquires here (the caller retries on another instance); holders may still
+    // renew and release, sessions still heartbeat, until the listener closes.
+    if (deps.shutdownSignal.aborted && measured === 'acquire') throw deps.shutdownSignal.reason;
   });
 
   // Admin routes: bearer token, then role — before the body is parsed or validated, so an
@@ -127,6 +135,7 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
       status: reply.statusCode,
       ...(request.errorCode !== undefined ? { code: request.errorCode } : {}),
       seconds: reply.elapsedTime / 1000,
+      ...(request.draining ? { draining: true } : {}),
     });
     if (outcome) recordActivity(service, measured.route, outcome);
   });
@@ -334,6 +343,7 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
   });
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {
+    if (deps.shutdownSignal.aborted) throw deps.shutdownSignal.reason;
     await service.store.ping();
     return reply.send({ status: 'ready', backend: service.backend });
   });
@@ -341,6 +351,7 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
   function sendError(reply: FastifyReply, request: FastifyRequest, error: unknown) {
     const failure = toHoldfastError(error);
     request.errorCode = failure.code;
+    if (failure instanceof DrainingError) request.draining = true;
     // A caller that went away mid-wait is not a server bug: nothing to report.
     if (failure instanceof InternalError && !request.clientGone) {
       events.emit('request_failed', ctx(request), {
@@ -384,6 +395,7 @@ function toHoldfastError(error: unknown): HoldfastError {
 /** The A5 summary's recent rates and S1 figures, from the same outcome the metric got. */
 function recordActivity(service: LockService, route: MeasuredRoute, outcome: MeasuredOutcome) {
   service.activity.record(`${route}:${outcome}`);
+  if (!isS1Counted(outcome)) return;
   service.activity.record('slo:requests');
   if (isS1Bad(outcome)) service.activity.record('slo:bad');
 }

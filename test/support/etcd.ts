@@ -10,6 +10,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Etcd3 } from 'etcd3';
+import { startPeerProxy, type PeerProxy } from './etcd-peer-proxy.js';
 
 const ETCD_BINARY = process.env.ETCD_BINARY ?? 'etcd';
 const READY_TIMEOUT_MS = 20_000;
@@ -37,6 +38,12 @@ export interface EtcdCluster {
   findLeader(): Promise<EtcdMember | null>;
   /** Resolves once the running members agree on a leader. */
   waitForLeader(timeoutMs?: number): Promise<EtcdMember>;
+  /**
+   * Only with `peerProxies`: cut every peer link between `name` and the other members (both ways),
+   * connections left open and silent; `heal()` restores them.
+   */
+  partition(name: string): Promise<void>;
+  heal(): void;
   stop(): Promise<void>;
 }
 
@@ -152,11 +159,17 @@ async function memberStatus(member: EtcdMember): Promise<{ memberId: string; lea
   }
 }
 
-export async function startEtcdCluster(size = 3): Promise<EtcdCluster> {
+export async function startEtcdCluster(size = 3, options: { peerProxies?: boolean } = {}): Promise<EtcdCluster> {
   const root = mkdtempSync(join(dataRoot(), 'holdfast-etcd-'));
-  const specs: Array<{ name: string; clientPort: number; peerPort: number }> = [];
+  const specs: Array<{ name: string; clientPort: number; peerPort: number; listenPeerPort: number }> = [];
+  const proxies = new Map<string, PeerProxy>();
   for (let i = 0; i < size; i += 1) {
-    specs.push({ name: `m${i}`, clientPort: await freePort(), peerPort: await freePort() });
+    const name = `m${i}`;
+    const listenPeerPort = await freePort();
+    // With peer proxies, the member list names the proxy; the member listens behind it.
+    const proxy = options.peerProxies ? await startPeerProxy({ host: '127.0.0.1', port: listenPeerPort }) : undefined;
+    if (proxy) proxies.set(name, proxy);
+    specs.push({ name, clientPort: await freePort(), peerPort: proxy?.port ?? listenPeerPort, listenPeerPort });
   }
   const initialCluster = specs.map((s) => `${s.name}=http://127.0.0.1:${s.peerPort}`).join(',');
   const token = `holdfast-test-${process.pid}-${Date.now()}`;
@@ -169,7 +182,7 @@ export async function startEtcdCluster(size = 3): Promise<EtcdCluster> {
       `--data-dir=${dataDir}`,
       `--listen-client-urls=${clientUrl}`,
       `--advertise-client-urls=${clientUrl}`,
-      `--listen-peer-urls=${peerUrl}`,
+      `--listen-peer-urls=http://127.0.0.1:${s.listenPeerPort}`,
       `--initial-advertise-peer-urls=${peerUrl}`,
       `--initial-cluster=${initialCluster}`,
       `--initial-cluster-token=${token}`,
@@ -223,8 +236,27 @@ export async function startEtcdCluster(size = 3): Promise<EtcdCluster> {
       }
       throw new Error(`no etcd leader within ${timeoutMs} ms`);
     },
+    partition: async (name) => {
+      if (proxies.size === 0) throw new Error('partition needs startEtcdCluster(n, { peerProxies: true })');
+      byName(name);
+      const client = new Etcd3({ hosts: members.filter((m) => m.running).map((m) => m.clientUrl) });
+      let id: string | undefined;
+      try {
+        const list = await client.cluster.memberList({});
+        const found = list.members.find((m) => m.name === name);
+        if (found) id = BigInt(found.ID).toString(16);
+      } finally {
+        client.close();
+      }
+      if (!id) throw new Error(`etcd member ${name} not in the member list`);
+      for (const [member, proxy] of proxies) proxy.cut(member === name ? 'all' : new Set([id]));
+    },
+    heal: () => {
+      for (const proxy of proxies.values()) proxy.heal();
+    },
     stop: async () => {
       await Promise.all(members.map((m) => m.signal('SIGTERM', 5_000)));
+      await Promise.all([...proxies.values()].map((p) => p.close()));
       rmSync(root, { recursive: true, force: true });
     },
   };

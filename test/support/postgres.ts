@@ -46,25 +46,34 @@ async function createDatabase(adminUrl: string, port: number): Promise<string> {
   return `postgres://postgres@127.0.0.1:${port}/${name}`;
 }
 
+/** Runs a PostgreSQL program (initdb, pg_ctl) as the cluster's owner: `postgres` when we are root. */
+export function runPgProgram(cmd: string, args: string[]): void {
+  const asRoot = process.getuid?.() === 0;
+  const result = asRoot
+    ? spawnSync('runuser', ['-u', 'postgres', '--', path.join(BIN, cmd), ...args], { encoding: 'utf8' })
+    : spawnSync(path.join(BIN, cmd), args, { encoding: 'utf8' });
+  if (result.status !== 0) throw new Error(`${cmd} failed: ${result.stderr || result.stdout}`);
+}
+
+/** pg_ctl start arguments for a cluster of startPostgres() (also to start it again after a stop). */
+export function pgStartArgs(dataDir: string, port: number): string[] {
+  return [
+    '-D', dataDir, '-l', path.join(dataDir, 'log'), '-w', '-o',
+    `-p ${port} -c listen_addresses=127.0.0.1 -k ${dataDir} -c fsync=off -c max_connections=300`,
+    'start',
+  ];
+}
+
 export async function startPostgres(): Promise<PostgresCluster> {
   const root = mkdtempSync(path.join(tmpdir(), 'holdfast-pg-'));
   chmodSync(root, 0o755);
   const dataDir = path.join(root, 'data');
   const port = await freePort();
   const asRoot = process.getuid?.() === 0;
-  const run = (cmd: string, args: string[]) => {
-    const result = asRoot
-      ? spawnSync('runuser', ['-u', 'postgres', '--', path.join(BIN, cmd), ...args], { encoding: 'utf8' })
-      : spawnSync(path.join(BIN, cmd), args, { encoding: 'utf8' });
-    if (result.status !== 0) throw new Error(`${cmd} failed: ${result.stderr || result.stdout}`);
-  };
+  const run = runPgProgram;
   if (asRoot) execFileSync('install', ['-d', '-o', 'postgres', '-g', 'postgres', '-m', '700', dataDir]);
   run('initdb', ['-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-locale', '-N']);
-  run('pg_ctl', [
-    '-D', dataDir, '-l', path.join(dataDir, 'log'), '-w', '-o',
-    `-p ${port} -c listen_addresses=127.0.0.1 -k ${dataDir} -c fsync=off -c max_connections=300`,
-    'start',
-  ]);
+  run('pg_ctl', pgStartArgs(dataDir, port));
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   return {
     url,

@@ -20,7 +20,7 @@ export interface ServerProcess {
 export async function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
   const port = await freePort();
   const child = spawn(process.execPath, [BIN, 'server'], {
-    env: { ...process.env, HOLDFAST_PORT: String(port), HOLDFAST_SWEEP_INTERVAL_MS: '200', ...env },
+    env: { ...process.env, HOLDFAST_PORT: String(port), HOLDFAST_SWEEP_INTERVAL_MS: '200', HOLDFAST_DRAIN_DELAY_MS: '500', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

@@ -66,6 +66,8 @@ export async function startServer(options: StartServerOptions = {}): Promise<Tes
     HOLDFAST_DATA_DIR: path.join(workDir, 'data'),
     HOLDFAST_ADMIN_TOKENS_FILE: tokensFile,
     HOLDFAST_SWEEP_INTERVAL_MS: '100',
+    // Tests stop servers in-process: no load balancer to wait for.
+    HOLDFAST_DRAIN_DELAY_MS: '0',
   };
   let databaseUrl: string | undefined;
   let etcdEndpoints: string[] | undefined;

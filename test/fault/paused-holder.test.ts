@@ -1,0 +1,97 @@
+/**
+ * Fault (a): a holder process SIGSTOPped past its lock and session TTL, then
+ * SIGCONT. Meanwhile another session takes the lock (a higher token) and
+ * writes. After the resume the paused holder's writes carry its old token and
+ * the fenced resource refuses every one of them; its handle reports lost.
+ */
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { FencedResourceRecorder } from '../support/fenced-resource.js';
+import { eventually, httpClient } from '../support/http.js';
+import { sharedPostgres, startServer, type TestServer } from '../support/server.js';
+
+const SESSION_TTL = 2000;
+const LOCK_TTL = 3000;
+const HOLDER = path.resolve(import.meta.dirname, 'support/holder-process.ts');
+let server: TestServer;
+
+beforeAll(async () => {
+  server = await startServer({ store: 'postgres', env: { DATABASE_URL: await (await sharedPostgres()).createDatabase() } });
+}, 120_000);
+afterAll(async () => {
+  await server?.stop();
+});
+
+interface Report {
+  event: string;
+  token: string;
+  lost: boolean;
+  sessionLost: boolean;
+  at: number;
+}
+
+test('SIGSTOP a holder past its TTLs, SIGCONT: its old-token writes are refused after a newer holder wrote; its handle reports lost', async () => {
+  const key = 'paused/resource';
+  const recorder = new FencedResourceRecorder();
+  const child = spawn(process.execPath, ['--import', 'tsx', HOLDER, server.url, key, String(SESSION_TTL), String(LOCK_TTL)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const reports: Report[] = [];
+  let buffer = '';
+  const accepted: { token: string; ok: boolean; lost: boolean; afterResume: boolean }[] = [];
+  let resumedAt = 0;
+  child.stdout.on('data', (chunk) => {
+    buffer += chunk;
+    for (let nl = buffer.indexOf('\n'); nl >= 0; nl = buffer.indexOf('\n')) {
+      const report = JSON.parse(buffer.slice(0, nl)) as Report;
+      buffer = buffer.slice(nl + 1);
+      reports.push(report);
+      // The holder's write reaches the resource when the test reads it.
+      if (report.event === 'write') accepted.push({ token: report.token, ok: recorder.write(key, report.token), lost: report.lost, afterResume: resumedAt > 0 });
+    }
+  });
+  try {
+    const granted = await eventually(async () => reports.find((r) => r.event === 'granted'), 30_000, 20);
+    await eventually(async () => accepted.length >= 3, 10_000, 20);
+
+    child.kill('SIGSTOP');
+    const stoppedAt = Date.now();
+    // A rival takes the lock once the holder's session and lock have expired on the store's clock.
+    const api = httpClient(server.url);
+    const rival = (await api.openSession({ ttlMillis: 30_000 })).body.sessionId as string;
+    const rivalGrant = await eventually(async () => {
+      const answer = await api.acquire(key, { sessionId: rival });
+      return answer.status === 200 ? answer.body : undefined;
+    }, 20_000, 100);
+    const rivalAfter = Date.now() - stoppedAt;
+    expect(recorder.write(key, rivalGrant.fencingToken)).toBe(true);
+    // Paused past both TTLs, as the brief asks, before the resume.
+    await new Promise((r) => setTimeout(r, Math.max(0, stoppedAt + LOCK_TTL + SESSION_TTL - Date.now())));
+
+    resumedAt = Date.now();
+    child.kill('SIGCONT');
+    const lostReport = await eventually(async () => reports.find((r) => r.at >= resumedAt && r.lost && r.sessionLost), 5_000, 20);
+    await eventually(async () => accepted.filter((w) => w.afterResume).length >= 5, 5_000, 20);
+
+    const afterResume = accepted.filter((w) => w.afterResume);
+    const oldTokenAccepted = afterResume.filter((w) => w.token === granted.token && w.ok);
+    console.log(
+      `paused holder: token ${granted.token}, rival granted token ${rivalGrant.fencingToken} ${rivalAfter} ms after SIGSTOP; ` +
+        `resumed after ${resumedAt - stoppedAt} ms; handle reported lost ${lostReport.at - resumedAt} ms after SIGCONT; ` +
+        `writes after resume: ${afterResume.length}, accepted ${afterResume.filter((w) => w.ok).length}, refused ${afterResume.filter((w) => !w.ok).length}; ` +
+        `fence refused ${recorder.rejected.length} in all`,
+    );
+    expect(BigInt(rivalGrant.fencingToken)).toBeGreaterThan(BigInt(granted.token));
+    // Not before the session could have expired: its last heartbeat went at most a heartbeat interval (TTL/3) before the stop.
+    expect(rivalAfter).toBeGreaterThanOrEqual(SESSION_TTL - Math.floor(SESSION_TTL / 3) - 100);
+    expect(oldTokenAccepted).toEqual([]);
+    expect(afterResume.length).toBeGreaterThanOrEqual(5);
+    expect(recorder.rejected.length).toBeGreaterThanOrEqual(afterResume.length);
+    expect(lostReport.lost).toBe(true);
+    // The rival still holds it: the resumed holder took nothing back.
+    expect((await api.read(key)).body).toMatchObject({ held: true, sessionId: rival, fencingToken: rivalGrant.fencingToken });
+  } finally {
+    child.kill('SIGKILL');
+  }
+}, 90_000);
