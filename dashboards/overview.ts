@@ -254,6 +254,21 @@ export function overviewDashboard(config: MonitoringConfig): DashboardBuilder {
         { thresholdLines: true },
       ),
     )
+    .withPanel(
+      timeseries({
+        id: 23,
+        title: 'Heartbeats by outcome',
+        description:
+          'Session heartbeats answered per second, by outcome: alive (extended), session_not_found (the session had already ' +
+          'lapsed or ended: its client lost it), unauthenticated (a wrong session token), not_leader and error. Heartbeats are the ' +
+          'steady load of a fleet (every client session, holding or not); a rise in session_not_found goes with session loss.',
+        unit: units.RequestsPerSecond,
+        queries: [{ expr: `sum by (outcome) (${rateOf(server(METRICS.lockHeartbeatTotal))})`, legend: '{{outcome}}' }],
+        steps: ['green'],
+        width: 8,
+        min: 0,
+      }),
+    )
     .withRow(new RowBuilder('Lock age and sweeper').id(105))
     .withPanel(
       timeseries(
