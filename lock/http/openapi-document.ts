@@ -1,0 +1,39 @@
+/**
+ * The OpenAPI document as text, without a store or a listening socket: the
+ * real route table (buildHttpServer) with dependencies that are never called,
+ * since building routes does not touch them. `npm run gen` writes it to
+ * docs/openapi.json and the freshness test compares; GET /openapi.json serves
+ * the same bytes.
+ */
+import { openApiText } from './openapi.js';
+import { buildHttpServer, type HttpServerDeps } from './server.js';
+
+export const OPENAPI_PATH = 'docs/openapi.json';
+
+/** A dependency the document build must not use: any property read fails loudly. */
+function unused<T extends object>(name: string): T {
+  return new Proxy({} as T, {
+    get: (_target, property) => {
+      throw new Error(`building the OpenAPI document used deps.${name}.${String(property)}`);
+    },
+  });
+}
+
+export async function openApiDocumentText(): Promise<string> {
+  const deps: HttpServerDeps = {
+    service: unused('service'),
+    tokens: unused('tokens'),
+    metrics: unused('metrics'),
+    events: unused('events'),
+    defaultLockTtlMillis: 30_000,
+    shutdownSignal: new AbortController().signal,
+    renderMetrics: () => Promise.reject(new Error('building the OpenAPI document rendered metrics')),
+  };
+  const app = buildHttpServer(deps);
+  try {
+    await app.ready();
+    return openApiText(app.swagger());
+  } finally {
+    await app.close();
+  }
+}
