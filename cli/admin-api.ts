@@ -22,13 +22,22 @@ export interface KillResult {
   auditId: string;
 }
 
+/** A7: most contended keys over the server's window. */
+export interface ContentionTop {
+  windowMillis: number;
+  items: { key: string; contended: number; waiters: number; holderSessionId?: string; holderOwner?: string }[];
+}
+
 export class AdminApi {
   constructor(
     private readonly baseUrl: string,
     private readonly token: string | undefined,
   ) {}
 
-  listLocks(q: { prefix?: string; limit?: string; cursor?: string }) {
+  contention(limit?: string) {
+    return this.call<ContentionTop>('GET', `/v1/admin/contention${query({ limit })}`);
+  }
+  listLocks(q: { prefix?: string; limit?: string; cursor?: string; sort?: string }) {
     return this.call<Page<LockInfo>>('GET', `/v1/admin/locks${query(q)}`);
   }
   readLock(key: string) {

@@ -8,6 +8,7 @@ import { Command, Option } from 'commander';
 import { AdminApi, ApiError } from './admin-api.js';
 import { chooseToken } from './credentials.js';
 import { formatTable, relativeTime } from './format.js';
+import { registerLocksTop } from './commands/locks-top.js';
 
 const program = new Command()
   .name('holdfast')
@@ -38,7 +39,8 @@ locks
   .option('--prefix <prefix>', 'only keys starting with this')
   .option('--limit <n>', 'rows per page', '100')
   .option('--cursor <cursor>', 'continue from a previous page')
-  .action(async (opts: { prefix?: string; limit: string; cursor?: string }) => {
+  .addOption(new Option('--sort <order>', 'key (pages by key) or age (the oldest grants first, one page)').choices(['key', 'age']))
+  .action(async (opts: { prefix?: string; limit: string; cursor?: string; sort?: string }) => {
     const page = await (await api()).listLocks(opts);
     output(page, () => {
       const rows = page.items.map((l) => [
@@ -46,10 +48,11 @@ locks
         l.owner ?? '',
         l.sessionId ?? '',
         l.fencingToken ?? '',
+        l.grantedAt ? relativeTime(l.grantedAt) : '',
         l.expiresAt ? relativeTime(l.expiresAt) : '',
         String(l.waiterCount),
       ]);
-      return `${formatTable(['KEY', 'OWNER', 'SESSION', 'TOKEN', 'EXPIRES', 'WAITERS'], rows)}${page.nextCursor ? `\nmore: --cursor ${page.nextCursor}` : ''}`;
+      return `${formatTable(['KEY', 'OWNER', 'SESSION', 'TOKEN', 'GRANTED', 'EXPIRES', 'WAITERS'], rows)}${page.nextCursor ? `\nmore: --cursor ${page.nextCursor}` : ''}`;
     });
   });
 
@@ -76,6 +79,8 @@ locks
         : `${info.key}: not held (waiters: ${info.waiterCount})`,
     );
   });
+
+registerLocksTop(locks, api, output);
 
 program
   .command('revoke <key>')

@@ -10,9 +10,12 @@
  * there, so a client generated from the document knows them all (the HTTP
  * black-box suite fails on any answer its route does not document).
  */
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyBaseLogger, FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify';
 import { Type, type Static, type TSchema } from 'typebox';
 import {
   ACQUIRE_OUTCOMES,
+  HOLD_OUTCOMES,
   CONTENTION_REASONS,
   FORCE_REVOKE_OUTCOMES,
   RELEASE_OUTCOMES,
@@ -24,6 +27,7 @@ import {
   AUDIT_ACTIONS,
   AuditEntrySchema,
   BackendNameSchema,
+  FencingTokenSchema,
   LockGrantSchema,
   LockInfoSchema,
   LockOutcomeSchema,
@@ -81,7 +85,12 @@ const queryString = (max: number, description: string) => Type.Optional(Type.Str
 const limit = queryString(8, 'page size, 1–1000 (default 100)');
 const cursor = queryString(1024, 'nextCursor of the previous page');
 
-export const listLocksQuery = strictObject({ prefix: Type.Optional(text(512)), limit, cursor });
+export const listLocksQuery = strictObject({
+  prefix: Type.Optional(text(512)),
+  limit,
+  cursor,
+  sort: Type.Optional(StringEnum(['key', 'age'], '`age`: the `limit` oldest grants, oldest first, in one page (no cursor)')),
+});
 export const listQuery = strictObject({ limit, cursor });
 export const auditQuery = strictObject({
   limit,
@@ -90,6 +99,11 @@ export const auditQuery = strictObject({
   action: Type.Optional(StringEnum(AUDIT_ACTIONS)),
   target: Type.Optional(text(2048)),
 });
+
+// ---- operator insight (issue 14) ----
+export const contentionQuery = strictObject({ limit: queryString(8, '1–100 (default 10)') });
+export const historyQuery = strictObject({ limit: queryString(8, '1–500 (default 100)') });
+export const noQuery = strictObject({});
 
 const keyParams = Type.Object({
   key: Type.String({
@@ -129,6 +143,51 @@ const sloWindow = strictObject({
 });
 export const ADMIN_ROLES = ['viewer', 'operator'] as const;
 
+const ContentionSchema = strictObject(
+  {
+    windowMillis: Type.Integer({ minimum: 0 }),
+    items: Type.Array(
+      strictObject({
+        key: Type.String(),
+        contended: Type.Integer({ minimum: 0, description: 'contended attempts in the window (an upper bound past the counter capacity)' }),
+        waiters: Type.Integer({ minimum: 0 }),
+        holderSessionId: Type.Optional(SessionIdSchema),
+        holderOwner: Type.Optional(Type.String()),
+      }),
+    ),
+  },
+  'A7: the most contended keys this instance saw in its window, most contended first.',
+);
+
+const LockHistoryEventSchema = strictObject({
+  at: Type.Integer({ minimum: 0 }),
+  kind: StringEnum(['granted', ...HOLD_OUTCOMES]),
+  key: Type.String(),
+  sessionId: SessionIdSchema,
+  owner: Type.Optional(Type.String()),
+  fencingToken: FencingTokenSchema,
+  heldMillis: Type.Optional(Type.Integer({ minimum: 0 })),
+  actor: Type.Optional(Type.String()),
+  reason: Type.Optional(Type.String()),
+  cause: Type.Optional(Type.String({ description: 'expired: ttl; session_ended: session_ttl | session_closed | session_killed' })),
+  auditId: Type.Optional(Type.String()),
+});
+
+const WaitGraphSchema = strictObject(
+  {
+    scope: Type.Literal('instance'),
+    items: Type.Array(
+      strictObject({
+        waiterSessionId: SessionIdSchema,
+        key: Type.String(),
+        holderSessionId: Type.Union([SessionIdSchema, Type.Null()], { description: "null until the waiter's first try saw the holder" }),
+      }),
+    ),
+    cycles: Type.Array(Type.Array(SessionIdSchema), { description: 'the sessions of each wait-for cycle (deadlock)' }),
+  },
+  'A7w: the wait-for graph as this instance holds it.',
+);
+
 const SummarySchema = strictObject(
   {
     backend: BackendNameSchema,
@@ -158,6 +217,7 @@ export const COMPONENTS = {
   SessionInfo: SessionInfoSchema,
   SessionOpened: SessionOpenedSchema,
   Summary: SummarySchema,
+  LockHistoryEvent: LockHistoryEventSchema,
 } as const satisfies Record<string, TSchema>;
 type ComponentName = keyof typeof COMPONENTS;
 export type Summary = Static<typeof SummarySchema>;
@@ -223,6 +283,9 @@ const OPEN: Security = [];
 
 /** The admin routes' auth answers: 401 before anything else is looked at, 403 for too low a role. */
 const ADMIN_ERRORS: ErrorCode[] = ['UNAUTHENTICATED', 'FORBIDDEN'];
+
+/** The app as buildHttpServer makes it: handlers are type-checked against these schemas. */
+export type HttpApp = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
 
 export const routeSchemas = {
   openSession: {
@@ -387,6 +450,37 @@ export const routeSchemas = {
       ),
       ...errorResponses(...ADMIN_ERRORS),
     },
+  },
+  contention: {
+    operationId: 'topContended',
+    summary: 'A7 — the most contended keys (this instance)',
+    tags: ['admin'],
+    security: ADMIN_TOKEN,
+    querystring: contentionQuery,
+    response: { 200: ContentionSchema, ...errorResponses(...ADMIN_ERRORS) },
+  },
+  keyHistory: {
+    operationId: 'keyHistory',
+    summary: "A7h — one key's recent events (this instance) and its audit entries",
+    tags: ['admin'],
+    security: ADMIN_TOKEN,
+    params: keyParams,
+    querystring: historyQuery,
+    response: {
+      200: json(
+        strictObject({ key: Type.String(), items: Type.Array(ref('LockHistoryEvent')), audit: Type.Array(ref('AuditEntry')) }),
+        'Both lists newest first.',
+      ),
+      ...errorResponses(...ADMIN_ERRORS),
+    },
+  },
+  waits: {
+    operationId: 'waitGraph',
+    summary: 'A7w — who waits for whom (this instance), with its cycles',
+    tags: ['admin'],
+    security: ADMIN_TOKEN,
+    querystring: noQuery,
+    response: { 200: WaitGraphSchema, ...errorResponses(...ADMIN_ERRORS) },
   },
   metrics: {
     operationId: 'metrics',

@@ -29,6 +29,7 @@ import { registerOpenApi, serveOpenApi } from './openapi.js';
 import { routeSchemas } from './schemas.js';
 import { checkFencingToken, decodeKeySegment, parseLimit } from './validation.js';
 import { buildSummary } from './summary.js';
+import { registerInsightRoutes } from './insight-routes.js';
 
 export interface HttpServerDeps {
   service: LockService;
@@ -267,7 +268,11 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
 
   // ---- A1–A6 admin ----
   app.get('/v1/admin/locks', { schema: routeSchemas.listLocks, config: { role: 'viewer' } }, async (request) => {
-    const q = request.query as { prefix?: string; limit?: string; cursor?: string };
+    const q = request.query as { prefix?: string; limit?: string; cursor?: string; sort?: 'key' | 'age' };
+    if (q.sort === 'age') {
+      if (q.cursor) throw new ValidationFailedError('sort=age answers one page of the oldest grants; it takes no cursor');
+      return { items: await service.insight.oldestLocks(parseLimit(q.limit), q.prefix || undefined), nextCursor: null };
+    }
     return service.listLocks({
       limit: parseLimit(q.limit),
       ...(q.prefix ? { prefix: q.prefix } : {}),
@@ -325,6 +330,8 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
         ctx(request),
       ),
   );
+
+  registerInsightRoutes(app, service.insight);
 
   // ---- operations ----
   app.get('/metrics', { schema: routeSchemas.metrics }, async (request, reply) => {
