@@ -10,13 +10,17 @@ import { buildHttpServer, type HttpServerDeps } from './server.js';
 
 export const OPENAPI_PATH = 'docs/openapi.json';
 
-/** A dependency the document build must not use: any property read fails loudly. */
-function unused<T extends object>(name: string): T {
-  return new Proxy({} as T, {
-    get: (_target, property) => {
-      throw new Error(`building the OpenAPI document used deps.${name}.${String(property)}`);
+/**
+ * A dependency the document build must not call: reading through it is allowed (route
+ * registration may keep a reference, e.g. `service.insight`), calling anything fails loudly.
+ */
+function unused<T>(path: string): T {
+  return new Proxy(() => undefined, {
+    get: (_target, property) => (property === 'then' ? undefined : unused(`${path}.${String(property)}`)),
+    apply: () => {
+      throw new Error(`building the OpenAPI document called deps.${path}()`);
     },
-  });
+  }) as T;
 }
 
 export async function openApiDocumentText(): Promise<string> {

@@ -1,4 +1,10 @@
-/** A thin JSON-over-HTTP helper for black-box tests of the C3 surface. */
+/**
+ * A thin JSON-over-HTTP helper for black-box tests of the C3 surface. Every
+ * answer is checked against docs/openapi.json (test/support/openapi.ts): an
+ * undocumented status, content type or body shape fails the calling test.
+ */
+import { openApiChecker } from './openapi.js';
+
 export interface Answer<T = any> {
   status: number;
   body: T;
@@ -25,6 +31,7 @@ export function httpClient(baseUrl: string, options: { clientToken?: string } = 
       ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
     });
     const text = await response.text();
+    openApiChecker().assert({ method, path, status: response.status, contentType: response.headers.get('content-type'), text });
     return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
   }
   const key = (k: string) => encodeURIComponent(k);
