@@ -54,7 +54,8 @@ export class OpenApiChecker {
 
   /** What is wrong with `answer` by the document; empty when it conforms. */
   problems(answer: AnswerToCheck): string[] {
-    const requestPath = answer.path.split('?')[0]!;
+    // As sent: fetch resolves `.` and `..` segments before the server sees the path.
+    const requestPath = new URL(answer.path, 'http://holdfast.invalid').pathname;
     const method = answer.method.toLowerCase();
     const route = this.routes.find((candidate) => candidate.pattern.test(requestPath) && candidate.methods[method]);
     const body = parse(answer.text);
