@@ -227,7 +227,7 @@ const ref = <Name extends ComponentName>(name: Name) => Type.Unsafe<Static<(type
 
 /** Registers the components with the app (before any route refers to them). */
 export function componentSchemas(): TSchema[] {
-  return Object.entries(COMPONENTS).map(([name, schema]) => ({ $id: name, title: name, ...schema }));
+  return [...Object.entries(COMPONENTS), ...errorComponents].map(([name, schema]) => ({ $id: name, title: name, ...schema }));
 }
 
 // ---- answers ----
@@ -253,6 +253,13 @@ const retryAfter = {
 /** Every route can answer these: malformed input, shutdown or an unreachable store, a bug. */
 const ALWAYS: readonly ErrorCode[] = ['VALIDATION_FAILED', 'NOT_LEADER', 'INTERNAL'];
 
+/**
+ * The error bodies routes answer, one named schema per set of codes a status can carry
+ * (`Error_LOCK_CONTENDED_DEADLOCK_DETECTED`): registered beside COMPONENTS, so the document
+ * names each once and generated clients get one type per set.
+ */
+const errorComponents = new Map<string, TSchema>();
+
 /** Error answers of a route, one response per status, each naming the codes possible there. */
 function errorResponses(...codes: ErrorCode[]) {
   const byStatus = new Map<number, ErrorCode[]>();
@@ -261,14 +268,16 @@ function errorResponses(...codes: ErrorCode[]) {
     byStatus.set(status, [...new Set([...(byStatus.get(status) ?? []), code])]);
   }
   return Object.fromEntries(
-    [...byStatus].map(([status, statusCodes]) => [
-      status,
-      {
-        ...errorBodySchema(statusCodes),
+    [...byStatus].map(([status, statusCodes]) => {
+      const name = ['Error', ...statusCodes].join('_');
+      if (!errorComponents.has(name)) errorComponents.set(name, errorBodySchema(statusCodes));
+      const body = Type.Unsafe<Static<ReturnType<typeof errorBodySchema>>>({
+        $ref: `${name}#`,
         description: statusCodes.map((code) => `${code}: ${ERROR_MEANING[code]}`).join('; '),
         ...(status === 429 || status === 503 ? { headers: retryAfter } : {}),
-      },
-    ]),
+      });
+      return [status, body];
+    }),
   );
 }
 
