@@ -17,7 +17,11 @@ import type { Summary } from './schemas.js';
 const WINDOWS = { '1m': 60, '5m': 300 } as const;
 
 export async function buildSummary(service: LockService): Promise<Summary> {
-  const { heldLocks, activeSessions } = await service.store.summary();
+  const [{ heldLocks, activeSessions }, waiters, deadlockCycles] = await Promise.all([
+    service.store.summary(),
+    service.waiterTotal(),
+    service.deadlockCycles(),
+  ]);
   const { activity } = service;
   const ratesOver = (seconds: number) => {
     const per = (prefix: string, names: readonly string[]) =>
@@ -42,8 +46,8 @@ export async function buildSummary(service: LockService): Promise<Summary> {
     at: Date.now(),
     heldLocks,
     activeSessions,
-    waiters: service.waiters.total(),
-    deadlockCycles: service.waiters.deadlockCycles(),
+    waiters,
+    deadlockCycles,
     rates: { '1m': ratesOver(WINDOWS['1m']), '5m': ratesOver(WINDOWS['5m']) },
     slo: {
       objective: SLO_S1.objective,
