@@ -157,6 +157,7 @@ async function main(): Promise<void> {
       '| ms | p50 | p99 | max |',
       '| --- | --- | --- | --- |',
       ...rows,
+      '',
       `Handoffs not granted within the wait (30 s): ${missed.length}${missed.length ? ` — ${missed.join('; ')}` : ''}`,
       '',
       `Load average before: ${process.env.BENCH_LOAD_BEFORE ?? 'see stdout'}; after: ${after} (${os.cpus().length} cores, shared with other work)`,

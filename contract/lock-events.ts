@@ -34,7 +34,6 @@ export const LOCK_EXPIRY_CAUSE_OF_SESSION_END: Record<SessionEndCause, LockExpir
   killed: 'session_killed',
 };
 
-
 export interface LockEvents {
   sessionOpened(ctx: EventContext, fact: { sessionId: string; owner: string; ttlMillis: number }): void;
   /** A session ended (lapsed, closed or killed), with every lock that went with it. */
@@ -42,7 +41,7 @@ export interface LockEvents {
     ctx: EventContext,
     fact: { sessionId: string; owner: string; cause: SessionEndCause; releasedLocks: readonly { key: string; sessionId: string; fencingToken: string }[] },
   ): void;
-  /** A heartbeat answered (a counter only: heartbeats are the steady load). */
+  /** A heartbeat's answer (a counter only: heartbeats are the steady load, no log line each). */
   heartbeat(fact: { outcome: HeartbeatOutcome }): void;
   sessionKilled(ctx: EventContext, fact: { sessionId: string; actor: string; reason: string; outcome: 'KILLED' | 'NOT_FOUND'; auditId: string; auditHeadHash: string }): void;
   /** A new grant (not a holder re-acquiring its own lock). */
@@ -62,8 +61,8 @@ export interface LockEvents {
   waitEnded(fact: { outcome: WaitOutcome; seconds: number }): void;
   /** The store's release notification failed and this wait polls instead. */
   waitFellBack(ctx: EventContext, fact: { key: string; cause: string }): void;
-  /** A wait-for cycle was broken by answering its youngest wait (`victimSessionId` on `key`) DEADLOCK_DETECTED. */
+  /** A wait closed a wait-for cycle and was chosen as the victim. */
   deadlockDetected(ctx: EventContext, fact: { sessions: string[]; keys: string[]; victimSessionId: string; key: string }): void;
-  /** A fleet check (instance heartbeat, deadlock check) failed; the next one retries. */
-  fleetCheckFailed(fact: { message: string }): void;
+  /** The fleet coordinator's periodic check failed (it retries on its own). */
+  fleetCheckFailed(ctx: EventContext, fact: { message: string }): void;
 }

@@ -31,11 +31,11 @@ export function createLockTelemetry(deps: { metrics: ServerMetrics; log: EventLo
         log.emit('lock_expired', ctx, { key: lock.key, sessionId: lock.sessionId, fencingToken: lock.fencingToken, cause: lockCause });
       }
     },
-    heartbeat({ outcome }) {
-      metrics.inc('lockHeartbeatTotal', { outcome });
-    },
     sessionKilled(ctx, fact) {
       log.emit('session_killed', ctx, fact);
+    },
+    heartbeat({ outcome }) {
+      metrics.inc('lockHeartbeatTotal', { outcome });
     },
     granted(ctx, fact) {
       log.emit('lock_granted', ctx, fact);
@@ -72,8 +72,8 @@ export function createLockTelemetry(deps: { metrics: ServerMetrics; log: EventLo
     deadlockDetected(ctx, fact) {
       log.emit('deadlock_detected', ctx, fact);
     },
-    fleetCheckFailed({ message }) {
-      log.emit('sweep_failed', { requestId: 'fleet-check' }, { message: `fleet check: ${message}` });
+    fleetCheckFailed(ctx, fact) {
+      log.emit('sweep_failed', ctx, fact);
     },
   };
 }

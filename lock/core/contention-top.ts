@@ -155,6 +155,28 @@ export function mergeTopK(summaries: readonly TopKSummary[], capacity: number): 
   };
 }
 
+/**
+ * The `n` largest entries of a summary, for publishing it to the fleet: a dropped entry's
+ * count is an upper bound for that key, so the floor rises to the largest dropped count and
+ * every bound the summary promises still holds (merged results stay conservative).
+ */
+export function truncateSummary(summary: TopKSummary, n: number): TopKSummary {
+  if (summary.entries.length <= n) return summary;
+  const ranked = [...summary.entries].sort((a, b) => b.count - a.count);
+  return { ...summary, floor: Math.max(summary.floor, ranked[n]!.count), entries: ranked.slice(0, n) };
+}
+
+/** A published summary as read back from the store: a TopKSummary, or nothing usable. */
+export function asTopKSummary(value: unknown): TopKSummary | null {
+  const v = value as Partial<TopKSummary> | null;
+  if (!v || typeof v !== 'object' || !Array.isArray(v.entries)) return null;
+  if (typeof v.capacity !== 'number' || typeof v.total !== 'number' || typeof v.floor !== 'number') return null;
+  const entries = v.entries.filter(
+    (e): e is TopKEntry => !!e && typeof e.key === 'string' && typeof e.count === 'number' && typeof e.error === 'number',
+  );
+  return { capacity: v.capacity, total: v.total, floor: v.floor, entries };
+}
+
 /** Entries most contended first (upper bound, then lower bound, then key for a stable order). */
 export function rankEntries(summary: TopKSummary, limit: number): TopKEntry[] {
   return [...summary.entries]

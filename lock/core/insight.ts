@@ -6,14 +6,14 @@
  *
  * Scope: the contention window, the waits and the history are what this
  * instance saw; holders, ages and audit entries come from the store (fleet-wide).
- * Fleet-wide contention is designed as a merge of every instance's published
- * summary (mergeTopK), pending the instance registry (docs/contracts/C3-http.md, A7).
+ * A7 is fleet-wide where the store keeps fleet state: every instance publishes its
+ * window's summary with its instance heartbeat, and A7 merges them (mergeTopK).
  */
 import type { AuditEntry, LockGrant, LockInfo } from '../../contract/records.js';
 import type { HoldOutcome } from '../../contract/metric-table.js';
 import type { LockEvents } from '../../contract/lock-events.js';
 import type { EndedLock, HeldLock, LockStore } from '../store/spi.js';
-import { ContentionTop, type ContentionTopOptions } from './contention-top.js';
+import { ContentionTop, mergeTopK, rankEntries, type ContentionTopOptions, type TopKSummary } from './contention-top.js';
 import { LockHistory, type LockHistoryEvent } from './lock-history.js';
 import { findCycles, type WaitEdge } from './wait-graph.js';
 import type { WaiterRegistry } from './waiters.js';
@@ -109,10 +109,22 @@ export class LockInsight {
 
   // ---- read by the admin routes ------------------------------------------------
 
-  /** A7: the most contended keys of this instance's window, with their waiters and holders now. */
-  async topContended(limit: number): Promise<{ windowMillis: number; items: ContendedKey[] }> {
-    const top = this.contention.top(limit);
-    const holders = await Promise.all(top.map((entry) => this.store.readLock(entry.key)));
+  /**
+   * A7: the most contended keys of the window — this instance's summary merged with what the
+   * other instances of the fleet published (`others`; none on a store without fleet state) —
+   * with their waiters (`waiterCounts`: fleet-wide where the store keeps wait state) and holders now.
+   */
+  async topContended(
+    limit: number,
+    others: readonly TopKSummary[] = [],
+    waiterCounts: (keys: string[]) => Promise<Map<string, number>> = async (keys) =>
+      new Map(keys.map((key) => [key, this.waiters.count(key)])),
+  ): Promise<{ windowMillis: number; items: ContendedKey[] }> {
+    const own = this.contention.summary();
+    const summary = others.length > 0 ? mergeTopK([own, ...others], own.capacity) : own;
+    const top = rankEntries(summary, limit);
+    const keys = top.map((entry) => entry.key);
+    const [holders, counts] = await Promise.all([Promise.all(keys.map((key) => this.store.readLock(key))), waiterCounts(keys)]);
     return {
       windowMillis: this.contention.windowMillis,
       items: top.map((entry, i) => {
@@ -120,7 +132,7 @@ export class LockInsight {
         return {
           key: entry.key,
           contended: entry.count,
-          waiters: this.waiters.count(entry.key),
+          waiters: counts.get(entry.key) ?? 0,
           ...(holder ? { holderSessionId: holder.sessionId, holderOwner: holder.owner } : {}),
         };
       }),

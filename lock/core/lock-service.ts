@@ -48,7 +48,11 @@ import { hashSessionToken, newSessionToken } from './session-token.js';
 import { ContentionBudget, DEFAULT_CONTENTION_BUDGET, type ContentionBudgetConfig } from './contention-budget.js';
 import { FleetCoordinator, type FleetOptions } from './fleet.js';
 import { WaiterRegistry, type Waiter } from './waiters.js';
-import { LockInsight, type GrantEnd, type LockInsightOptions } from './insight.js';
+import { LockInsight, type ContendedKey, type GrantEnd, type LockInsightOptions } from './insight.js';
+import { asTopKSummary, truncateSummary, type TopKSummary } from './contention-top.js';
+
+/** Keys of its contention window an instance publishes to the fleet (bounded, so the heartbeat stays small). */
+const PUBLISHED_TOP_KEYS = 64;
 
 export interface LockServiceOptions {
   clock?: Clock;
@@ -144,8 +148,10 @@ export class LockService {
           this.waiters,
           {
             liveInstances: (count) => this.budget.setInstanceCount(count),
-            ...(options.publication ? { publication: options.publication } : {}),
-            checkFailed: (error) => this.events.fleetCheckFailed({ message: error.message }),
+            // By default an instance publishes its contention window (the top 64 keys) for A7.
+            publication:
+              options.publication ?? (() => ({ contentionTop: truncateSummary(this.insight.contention.summary(), PUBLISHED_TOP_KEYS) })),
+            checkFailed: (error) => this.events.fleetCheckFailed({ requestId: 'fleet-check' }, { message: `fleet check: ${error.message}` }),
           },
           options.fleet,
         )
@@ -186,6 +192,19 @@ export class LockService {
    */
   async fleetPublications(): Promise<{ instanceId: string; published: unknown }[] | null> {
     return this.fleetStore ? this.fleetStore.instancePublications() : null;
+  }
+
+  /**
+   * A7: the most contended keys fleet-wide — this instance's live window merged with the
+   * summaries the other live instances published (at most one instance heartbeat old).
+   */
+  async topContended(limit: number): Promise<{ windowMillis: number; items: ContendedKey[] }> {
+    const publications = (await this.fleetPublications()) ?? [];
+    const others = publications
+      .filter((p) => p.instanceId !== this.fleet?.instanceId)
+      .map((p) => asTopKSummary((p.published as { contentionTop?: unknown } | undefined)?.contentionTop))
+      .filter((summary): summary is TopKSummary => summary !== null);
+    return this.insight.topContended(limit, others, (keys) => this.waiterCounts(keys));
   }
 
   /** False while the release feed is down (waits poll) or when the store has none. */

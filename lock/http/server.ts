@@ -331,7 +331,7 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
       ),
   );
 
-  registerInsightRoutes(app, service.insight);
+  registerInsightRoutes(app, service);
 
   // ---- operations ----
   app.get('/metrics', { schema: routeSchemas.metrics }, async (request, reply) => {

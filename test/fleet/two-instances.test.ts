@@ -59,6 +59,34 @@ describe('two instances on one PostgreSQL', () => {
     expect(b.logs.some((l) => l.event === 'wait_fallback')).toBe(false);
   });
 
+  it('A7 on either instance ranks contention seen on both (each publishes its window with its instance heartbeat)', async () => {
+    const holder = await session(a);
+    const onA = await session(a);
+    const onB = await session(b);
+    for (const key of ['fleet-hot', 'fleet-warm']) {
+      expect((await holder.client.acquire(key, { sessionId: holder.sessionId })).status).toBe(200);
+    }
+    // 6 contended attempts on fleet-hot through A and 6 through B; 2 on fleet-warm through B only.
+    for (let i = 0; i < 6; i++) {
+      expect((await onA.client.acquire('fleet-hot', { sessionId: onA.sessionId })).status).toBe(409);
+      expect((await onB.client.acquire('fleet-hot', { sessionId: onB.sessionId })).status).toBe(409);
+    }
+    for (let i = 0; i < 2; i++) expect((await onB.client.acquire('fleet-warm', { sessionId: onB.sessionId })).status).toBe(409);
+    const contention = async (server: TestServer) => {
+      const answer = await fetch(`${server.url}/v1/admin/contention?limit=5`, { headers: { authorization: `Bearer ${server.viewerToken}` } });
+      expect(answer.status).toBe(200);
+      return ((await answer.json()) as { items: { key: string; contended: number; holderSessionId?: string }[] }).items;
+    };
+    // A sees B's attempts once B's next instance heartbeat has published them (about a second), and vice versa.
+    for (const server of [a, b]) {
+      await eventually(async () => (await contention(server)).find((i) => i.key === 'fleet-hot')?.contended === 12);
+      const items = await contention(server);
+      expect(items.map((i) => i.key).slice(0, 2)).toEqual(['fleet-hot', 'fleet-warm']);
+      expect(items[1]!.contended).toBe(2);
+      expect(items[0]!.holderSessionId).toBe(holder.sessionId);
+    }
+  });
+
   it("while B's listening connection is lost, its waits poll (wait_fallback, outcome fallback); then it listens again", async () => {
     const cluster = await sharedPostgres();
     const terminateListeners = () =>
