@@ -156,7 +156,7 @@ const ContentionSchema = strictObject(
       }),
     ),
   },
-  'A7: the most contended keys this instance saw in its window, most contended first.',
+  'A7: the most contended keys in the window, most contended first: merged across the live instances on the SQL stores, this instance’s own on etcd.',
 );
 
 const LockHistoryEventSchema = strictObject({
@@ -462,7 +462,7 @@ export const routeSchemas = {
   },
   contention: {
     operationId: 'topContended',
-    summary: 'A7 — the most contended keys (this instance)',
+    summary: 'A7 — the most contended keys',
     tags: ['admin'],
     security: ADMIN_TOKEN,
     querystring: contentionQuery,
