@@ -1,3 +1,6 @@
+import { Type, type Static } from 'typebox';
+import { StringEnum } from './records.js';
+
 /**
  * The C3 error table: every pinned error code with its HTTP status and
  * retryability. The server's error classes and the SDK's both read it, so a
@@ -22,6 +25,22 @@ export type ErrorCode = keyof typeof ERROR_TABLE;
 
 export const ERROR_CODES = Object.keys(ERROR_TABLE) as ErrorCode[];
 
-export interface ErrorBody {
-  error: { code: ErrorCode; message: string; retryable: boolean };
+/** The pinned error body, exactly these keys; `codes` narrows it to what one route and status can answer. */
+export function errorBodySchema(codes: readonly ErrorCode[] = ERROR_CODES) {
+  return Type.Object(
+    {
+      error: Type.Object(
+        {
+          code: StringEnum(codes),
+          message: Type.String(),
+          retryable: Type.Boolean({ description: 'whether the same request may succeed later (see the error table)' }),
+        },
+        { additionalProperties: false },
+      ),
+    },
+    { additionalProperties: false },
+  );
 }
+
+export const ErrorBodySchema = errorBodySchema();
+export type ErrorBody = Static<typeof ErrorBodySchema>;

@@ -1,79 +1,133 @@
 /**
- * The wire records of contract C3. Every field name and meaning is pinned in
- * docs/contracts/C3-http.md; change both together.
+ * The wire records of contract C3, as TypeBox schemas with their TypeScript
+ * types derived from them: the server's response schemas (validation, fast
+ * serialisation and docs/openapi.json) and the types core and the console use
+ * are one source. Every field name and meaning is pinned in
+ * docs/contracts/C3-http.md; change both together. TypeBox is this leaf's only
+ * import; the console imports these types only (no runtime code).
  */
+import { Type, type Static, type TSchema } from 'typebox';
 
+/** int64 as a decimal string, the form the server answers and accepts (C3). */
+export const FENCING_TOKEN_PATTERN = '^(0|[1-9][0-9]{0,18})$';
+export const SESSION_ID_PATTERN = '^[A-Za-z0-9_-]{1,64}$';
+
+/** A string enum as `{type: "string", enum}` (what code generators map to an enum type). */
+export const StringEnum = <const Values extends readonly string[]>(values: Values, description?: string) =>
+  Type.Unsafe<Values[number]>({ type: 'string', enum: [...values], ...(description ? { description } : {}) });
+
+const epochMillis = (description: string) => Type.Integer({ minimum: 0, description });
+
+export const FencingTokenSchema = Type.String({
+  pattern: FENCING_TOKEN_PATTERN,
+  description: 'int64 as a decimal string (proto3 JSON convention); compare numerically',
+});
 /** int64 fencing token as a decimal string (proto3 JSON convention); compare numerically. */
 export type FencingToken = string;
 
+export const SessionIdSchema = Type.String({ pattern: SESSION_ID_PATTERN });
+
 export const BACKENDS = ['postgres', 'embedded', 'etcd'] as const;
 export type BackendName = (typeof BACKENDS)[number];
+export const BackendNameSchema = StringEnum(BACKENDS);
 
-export interface LockGrant {
-  key: string;
-  sessionId: string;
-  fencingToken: FencingToken;
-  ttlMillis: number;
-  grantedAt: number;
-  expiresAt: number;
-}
+export const LockGrantSchema = Type.Object(
+  {
+    key: Type.String({ description: 'the lock key, decoded' }),
+    sessionId: SessionIdSchema,
+    fencingToken: FencingTokenSchema,
+    ttlMillis: Type.Integer({ minimum: 1 }),
+    grantedAt: epochMillis('store clock'),
+    expiresAt: epochMillis('store clock'),
+  },
+  { additionalProperties: false, description: 'The only grant shape (L4, L5).' },
+);
+export type LockGrant = Static<typeof LockGrantSchema>;
 
-export interface LockInfo {
-  key: string;
-  held: boolean;
-  sessionId?: string;
-  owner?: string;
-  fencingToken?: FencingToken;
-  grantedAt?: number;
-  expiresAt?: number;
-  /** Advisory: waiters known to the answering server instance. */
-  waiterCount: number;
-}
+export const LockInfoSchema = Type.Object(
+  {
+    key: Type.String(),
+    held: Type.Boolean(),
+    sessionId: Type.Optional(SessionIdSchema),
+    owner: Type.Optional(Type.String()),
+    fencingToken: Type.Optional(FencingTokenSchema),
+    grantedAt: Type.Optional(epochMillis('store clock')),
+    expiresAt: Type.Optional(epochMillis('store clock')),
+    waiterCount: Type.Integer({ minimum: 0, description: 'Advisory: waiters known to the answering server instance.' }),
+  },
+  { additionalProperties: false, description: 'A lock as read (L7, A1); the optional fields are present only when held.' },
+);
+export type LockInfo = Static<typeof LockInfoSchema>;
 
 export const REVOKE_OUTCOMES = ['REVOKED', 'NOT_HELD', 'TOKEN_MISMATCH'] as const;
 export type RevokeOutcome = (typeof REVOKE_OUTCOMES)[number];
 
+export const LockOutcomeSchema = Type.Object(
+  {
+    key: Type.String(),
+    outcome: StringEnum(REVOKE_OUTCOMES),
+    revokedFencingToken: Type.Optional(FencingTokenSchema),
+    auditId: Type.String(),
+  },
+  { additionalProperties: false, description: "Force-revoke's result (A3) only; never on an acquire path." },
+);
 /** Force-revoke's result only; never on an acquire path. */
-export interface LockOutcome {
-  key: string;
-  outcome: RevokeOutcome;
-  revokedFencingToken?: FencingToken;
-  auditId: string;
-}
+export type LockOutcome = Static<typeof LockOutcomeSchema>;
 
 export const AUDIT_ACTIONS = ['lock.revoke', 'session.kill'] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
-export interface AuditEntry {
-  id: string;
-  at: number;
-  actor: string;
-  action: AuditAction;
-  /** The lock key for lock.revoke, the session id for session.kill. */
-  target: string;
-  fencingToken?: FencingToken;
-  reason: string;
-  /** REVOKED / NOT_HELD / TOKEN_MISMATCH for revokes; KILLED / NOT_FOUND for kills. */
-  outcome: string;
-  requestId: string;
-  prevHash: string;
-  hash: string;
-}
+export const AuditEntrySchema = Type.Object(
+  {
+    id: Type.String(),
+    at: epochMillis('store clock'),
+    actor: Type.String({ description: 'the name of the admin token' }),
+    action: StringEnum(AUDIT_ACTIONS),
+    target: Type.String({ description: 'The lock key for lock.revoke, the session id for session.kill.' }),
+    fencingToken: Type.Optional(FencingTokenSchema),
+    reason: Type.String(),
+    outcome: Type.String({ description: 'REVOKED / NOT_HELD / TOKEN_MISMATCH for revokes; KILLED / NOT_FOUND for kills.' }),
+    requestId: Type.String(),
+    prevHash: Type.String(),
+    hash: Type.String(),
+  },
+  { additionalProperties: false, description: 'An append-only, hash-chained audit entry (C2).' },
+);
+export type AuditEntry = Static<typeof AuditEntrySchema>;
 
-export interface SessionInfo {
-  sessionId: string;
-  owner: string;
-  ttlMillis: number;
-  createdAt: number;
-  lastHeartbeatAt: number;
-  expiresAt: number;
-  lockCount: number;
-}
+export const SessionInfoSchema = Type.Object(
+  {
+    sessionId: SessionIdSchema,
+    owner: Type.String(),
+    ttlMillis: Type.Integer({ minimum: 1 }),
+    createdAt: epochMillis('store clock'),
+    lastHeartbeatAt: epochMillis('store clock'),
+    expiresAt: epochMillis('store clock'),
+    lockCount: Type.Integer({ minimum: 0 }),
+  },
+  { additionalProperties: false },
+);
+export type SessionInfo = Static<typeof SessionInfoSchema>;
 
+/** A page of `item` (A1, A2, A4). */
+export const PageSchema = <Item extends TSchema>(item: Item) =>
+  Type.Object(
+    {
+      items: Type.Array(item),
+      nextCursor: Type.Union([Type.String(), Type.Null()], {
+        description: 'Opaque; pass it back unchanged for the next page. null on the last page.',
+      }),
+    },
+    { additionalProperties: false },
+  );
+/** Generic, so written out; `PageSchema`'s static type is checked against it below. */
 export interface Page<T> {
   items: T[];
   nextCursor: string | null;
 }
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const pageSchemaMatchesPage: Same<Static<ReturnType<typeof PageSchema<typeof LockInfoSchema>>>, Page<LockInfo>> = true;
+void pageSchemaMatchesPage;
 
 export const SESSION_END_CAUSES = ['ttl', 'closed', 'killed'] as const;
 export type SessionEndCause = (typeof SESSION_END_CAUSES)[number];

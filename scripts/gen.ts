@@ -4,7 +4,9 @@
  * PrometheusRule) from
  * contract/metric-table.ts and the monitoring config: alerts/config.ts's
  * defaults, overridden by monitoring.config.yaml at the repository root when
- * it exists. The freshness test calls the same `generatedFiles()`.
+ * it exists. The freshness test calls the same `generatedFiles()`. Also the
+ * OpenAPI document (docs/openapi.json) from the HTTP route schemas
+ * (`generatedApiFiles()`, checked by test/http/openapi-document.test.ts).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -13,6 +15,7 @@ import { OVERRIDE_FILE, loadConfig, type MonitoringConfig } from '../alerts/conf
 import { alertmanagerFiles, ruleFiles } from '../alerts/generate.js';
 import { dashboardFiles } from '../dashboards/generate.js';
 import { kubernetesFiles } from '../deploy/kubernetes/generate.js';
+import { OPENAPI_PATH, openApiDocumentText } from '../lock/http/openapi-document.js';
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -27,8 +30,13 @@ export function generatedFiles(config: MonitoringConfig = repoConfig()): Record<
   return { ...monitoring, ...kubernetesFiles(monitoring) };
 }
 
-function main(): void {
-  for (const [path, content] of Object.entries(generatedFiles())) {
+/** The HTTP surface's OpenAPI document, built from the route schemas. */
+export async function generatedApiFiles(): Promise<Record<string, string>> {
+  return { [OPENAPI_PATH]: await openApiDocumentText() };
+}
+
+async function main(): Promise<void> {
+  for (const [path, content] of Object.entries({ ...generatedFiles(), ...(await generatedApiFiles()) })) {
     const target = join(REPO_ROOT, path);
     mkdirSync(dirname(target), { recursive: true });
     writeFileSync(target, content);
@@ -36,4 +44,4 @@ function main(): void {
   }
 }
 
-if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) main();
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) await main();

@@ -3,28 +3,28 @@
  * keys, the per-key recent history, and the wait-for graph. Registered by
  * buildHttpServer, so the same auth hook, validation and error exit apply.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import type { LockService } from '../core/lock-service.js';
 import { ValidationFailedError } from '../errors.js';
-import * as schemas from './schemas.js';
+import { routeSchemas, type HttpApp } from './schemas.js';
 import { decodeKeySegment, parseLimit } from './validation.js';
 
 export const CONTENTION_LIMIT = { fallback: 10, max: 100 } as const;
 export const HISTORY_LIMIT = { fallback: 100, max: 500 } as const;
 
-export function registerInsightRoutes(app: FastifyInstance, service: LockService): void {
+export function registerInsightRoutes(app: HttpApp, service: LockService): void {
   const { insight } = service;
-  app.get('/v1/admin/contention', { schema: { querystring: schemas.contentionQuery }, config: { role: 'viewer' } }, async (request) => {
+  app.get('/v1/admin/contention', { schema: routeSchemas.contention, config: { role: 'viewer' } }, async (request) => {
     const q = request.query as { limit?: string };
     return service.topContended(parseLimit(q.limit, CONTENTION_LIMIT.fallback, CONTENTION_LIMIT.max));
   });
 
-  app.get('/v1/admin/locks/:key/history', { schema: { querystring: schemas.historyQuery }, config: { role: 'viewer' } }, async (request) => {
+  app.get('/v1/admin/locks/:key/history', { schema: routeSchemas.keyHistory, config: { role: 'viewer' } }, async (request) => {
     const q = request.query as { limit?: string };
     return insight.keyHistory(historyKeyOf(request), parseLimit(q.limit, HISTORY_LIMIT.fallback, HISTORY_LIMIT.max));
   });
 
-  app.get('/v1/admin/waits', { schema: { querystring: schemas.noQuery }, config: { role: 'viewer' } }, async () => insight.waitGraph());
+  app.get('/v1/admin/waits', { schema: routeSchemas.waits, config: { role: 'viewer' } }, async () => insight.waitGraph());
 }
 
 /** The key from the raw path (the router's decoding would split an encoded `/`). */

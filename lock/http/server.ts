@@ -1,10 +1,13 @@
 /**
  * The HTTP surface (contract C3) on Fastify. Validation is Ajv with coercion
  * off and unknown fields rejected; every error leaves through one handler in
- * the pinned body. L4/L5/L6 outcomes are recorded here, once per answer.
+ * the pinned body. L4/L5/L6 outcomes are recorded here, once per answer. Each
+ * route's schemas (request, every answer) are lock/http/schemas.ts's, which
+ * also make the OpenAPI document (lock/http/openapi.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { context, type SpanContext } from '@opentelemetry/api';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { AdminIdentity, AdminRole, AdminTokens } from '../admin-tokens.js';
 import type { LockService } from '../core/lock-service.js';
@@ -23,7 +26,8 @@ import type { ServerMetrics } from '../../exporter/server-metrics.js';
 import { isS1Bad, isS1Counted, type MeasuredOutcome, type MeasuredRoute } from '../../exporter/outcomes.js';
 import { beginMeasuredRequest, type MeasuredRequest } from '../../exporter/request-telemetry.js';
 import { callerSpanContext } from '../../exporter/trace-context.js';
-import * as schemas from './schemas.js';
+import { registerOpenApi, serveOpenApi } from './openapi.js';
+import { routeSchemas } from './schemas.js';
 import { checkFencingToken, decodeKeySegment, parseLimit } from './validation.js';
 import { buildSummary } from './summary.js';
 import { registerInsightRoutes } from './insight-routes.js';
@@ -47,7 +51,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     errorCode?: string;
     clientGone?: boolean;
-    admin?: AdminIdentity;
+    /** The admin token's identity (never a client token: those are 403 on admin routes). */
+    admin?: AdminIdentity & { role: AdminRole };
     /** Span, metric and exemplar of an L4/L5/L6 request. */
     measured?: MeasuredRequest;
     /** The span this request's log events name (server span, else the caller's). */
@@ -86,7 +91,8 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
     frameworkErrors: (error, request, reply) => {
       void sendError(reply, request, new ValidationFailedError(`malformed request: ${error.message}`));
     },
-  });
+  }).withTypeProvider<TypeBoxTypeProvider>();
+  registerOpenApi(app);
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
@@ -123,7 +129,7 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
     if (role === 'operator' && identity.role !== 'operator') {
       throw new ForbiddenError(`${identity.name} is a viewer; this action needs the operator role`);
     }
-    request.admin = identity;
+    request.admin = { name: identity.name, role: identity.role };
   });
 
   app.addHook('onResponse', async (request, reply) => {
@@ -181,7 +187,7 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
   const credentialOf = (request: FastifyRequest, sessionId: string) => sessionCredential(sessionId, bearerOf(request));
 
   // ---- L1–L3 sessions ----
-  app.post('/v1/sessions', { schema: { body: schemas.openSessionBody }, config: { clientGate: true } }, async (request, reply) => {
+  app.post('/v1/sessions', { schema: routeSchemas.openSession, config: { clientGate: true } }, async (request, reply) => {
     const body = bodyOf<{ ttlMillis?: number; owner?: string }>(request);
     const session = await service.openSession({ ttlMillis: body.ttlMillis ?? 15000, owner: body.owner ?? '' }, ctx(request));
     return reply.code(201).send(session);
@@ -191,7 +197,7 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
   app.post(
     '/v1/sessions/:sessionId/heartbeat',
     {
-      schema: { body: schemas.emptyBody, params: sessionParams },
+      schema: routeSchemas.heartbeat,
       preValidation: async (request) => {
         if (request.body === undefined) request.body = {};
       },
@@ -199,13 +205,13 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
     async (request) => service.heartbeat(credentialOf(request, (request.params as { sessionId: string }).sessionId)),
   );
 
-  app.delete('/v1/sessions/:sessionId', { schema: { params: sessionParams } }, async (request, reply) => {
+  app.delete('/v1/sessions/:sessionId', { schema: routeSchemas.closeSession }, async (request, reply) => {
     await service.closeSession(credentialOf(request, (request.params as { sessionId: string }).sessionId), ctx(request));
     return reply.code(204).send();
   });
 
   // ---- L4–L7 locks ----
-  app.post('/v1/locks/:key/acquire', { schema: { body: schemas.acquireBody }, config: { measured: 'acquire' } }, async (request, reply) => {
+  app.post('/v1/locks/:key/acquire', { schema: routeSchemas.acquire, config: { measured: 'acquire' } }, async (request, reply) => {
     const key = keyOf(request);
     const body = bodyOf<{ sessionId: string; ttlMillis?: number; waitMillis?: number }>(request);
     const abort = new AbortController();
@@ -240,7 +246,7 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
     }
   });
 
-  app.post('/v1/locks/:key/renew', { schema: { body: schemas.renewBody }, config: { measured: 'renew' } }, async (request) => {
+  app.post('/v1/locks/:key/renew', { schema: routeSchemas.renew, config: { measured: 'renew' } }, async (request) => {
     const key = keyOf(request);
     const body = bodyOf<{ sessionId: string; fencingToken: string; ttlMillis?: number }>(request);
     const fencingToken = checkFencingToken(body.fencingToken);
@@ -259,7 +265,7 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
     );
   });
 
-  app.post('/v1/locks/:key/release', { schema: { body: schemas.releaseBody }, config: { measured: 'release' } }, async (request) => {
+  app.post('/v1/locks/:key/release', { schema: routeSchemas.release, config: { measured: 'release' } }, async (request) => {
     const key = keyOf(request);
     const body = bodyOf<{ sessionId: string; fencingToken: string }>(request);
     const fencingToken = checkFencingToken(body.fencingToken);
@@ -267,10 +273,10 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
     return inSpan(request, () => service.release({ key, session: credentialOf(request, body.sessionId), fencingToken }, ctx(request)));
   });
 
-  app.get('/v1/locks/:key', { config: { clientGate: true } }, async (request) => service.readLock(keyOf(request)));
+  app.get('/v1/locks/:key', { schema: routeSchemas.readLock, config: { clientGate: true } }, async (request) => service.readLock(keyOf(request)));
 
   // ---- A1–A6 admin ----
-  app.get('/v1/admin/locks', { schema: { querystring: schemas.listLocksQuery }, config: { role: 'viewer' } }, async (request) => {
+  app.get('/v1/admin/locks', { schema: routeSchemas.listLocks, config: { role: 'viewer' } }, async (request) => {
     const q = request.query as { prefix?: string; limit?: string; cursor?: string; sort?: 'key' | 'age' };
     if (q.sort === 'age') {
       if (q.cursor) throw new ValidationFailedError('sort=age answers one page of the oldest grants; it takes no cursor');
@@ -283,12 +289,12 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
     });
   });
 
-  app.get('/v1/admin/sessions', { schema: { querystring: schemas.listQuery }, config: { role: 'viewer' } }, async (request) => {
+  app.get('/v1/admin/sessions', { schema: routeSchemas.listSessions, config: { role: 'viewer' } }, async (request) => {
     const q = request.query as { limit?: string; cursor?: string };
     return service.listSessions({ limit: parseLimit(q.limit), ...(q.cursor ? { cursor: q.cursor } : {}) });
   });
 
-  app.post('/v1/admin/locks/:key/revoke', { schema: { body: schemas.revokeBody }, config: { role: 'operator' } }, async (request) => {
+  app.post('/v1/admin/locks/:key/revoke', { schema: routeSchemas.revoke, config: { role: 'operator' } }, async (request) => {
     const key = keyOf(request);
     const body = bodyOf<{ reason: string; expectedFencingToken?: string }>(request);
     return service.forceRevoke(
@@ -304,7 +310,7 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
     );
   });
 
-  app.get('/v1/admin/audit', { schema: { querystring: schemas.auditQuery }, config: { role: 'viewer' } }, async (request) => {
+  app.get('/v1/admin/audit', { schema: routeSchemas.audit, config: { role: 'viewer' } }, async (request) => {
     const q = request.query as { limit?: string; cursor?: string; actor?: string; action?: string; target?: string };
     return service.listAudit({
       limit: parseLimit(q.limit),
@@ -315,16 +321,16 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
     });
   });
 
-  app.get('/v1/admin/audit/verify', { config: { role: 'viewer' } }, async () => service.verifyAudit());
+  app.get('/v1/admin/audit/verify', { schema: routeSchemas.verifyAudit, config: { role: 'viewer' } }, async () => service.verifyAudit());
 
   // Who the presented token is: the console shows it and disables what the role may not do.
-  app.get('/v1/admin/whoami', { config: { role: 'viewer' } }, async (request) => request.admin!);
+  app.get('/v1/admin/whoami', { schema: routeSchemas.whoami, config: { role: 'viewer' } }, async (request) => request.admin!);
 
-  app.get('/v1/admin/summary', { config: { role: 'viewer' } }, async () => buildSummary(service));
+  app.get('/v1/admin/summary', { schema: routeSchemas.summary, config: { role: 'viewer' } }, async () => buildSummary(service));
 
   app.post(
     '/v1/admin/sessions/:sessionId/kill',
-    { schema: { body: schemas.killBody, params: sessionParams }, config: { role: 'operator' } },
+    { schema: routeSchemas.killSession, config: { role: 'operator' } },
     async (request) =>
       service.killSession(
         (request.params as { sessionId: string }).sessionId,
@@ -337,16 +343,17 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
   registerInsightRoutes(app, service);
 
   // ---- operations ----
-  app.get('/metrics', async (request, reply) => {
+  app.get('/metrics', { schema: routeSchemas.metrics }, async (request, reply) => {
     const { contentType, body } = await deps.renderMetrics(request.headers.accept);
     return reply.type(contentType).send(body);
   });
-  app.get('/healthz', async () => ({ status: 'ok' }));
-  app.get('/readyz', async (_request, reply) => {
+  app.get('/healthz', { schema: routeSchemas.healthz }, async () => ({ status: 'ok' as const }));
+  app.get('/readyz', { schema: routeSchemas.readyz }, async (_request, reply) => {
     if (deps.shutdownSignal.aborted) throw deps.shutdownSignal.reason;
     await service.store.ping();
     return reply.send({ status: 'ready', backend: service.backend });
   });
+  serveOpenApi(app);
 
   function sendError(reply: FastifyReply, request: FastifyRequest, error: unknown) {
     const failure = toHoldfastError(error);
@@ -374,12 +381,6 @@ function bearerOf(request: FastifyRequest): string | undefined {
   const match = typeof header === 'string' ? /^Bearer ([^\s]+)$/i.exec(header) : null;
   return match ? match[1]! : undefined;
 }
-
-const sessionParams = {
-  type: 'object',
-  properties: { sessionId: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$' } },
-  required: ['sessionId'],
-} as const;
 
 /** Any failure to the pinned error shape: framework 4xx are malformed input, the rest a bug. */
 function toHoldfastError(error: unknown): HoldfastError {

@@ -6,7 +6,7 @@
  * on plain node — no tsx, no Next.js, no TypeScript there to fall back on.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -81,10 +81,23 @@ afterAll(async () => {
 
 describe('production install (npm ci --omit=dev) of the compiled server', () => {
   it('installs the server runtime only: no Next.js, React, tsx, TypeScript or test tools', () => {
-    for (const runtime of ['fastify', 'pg', '@electric-sql/pglite', 'etcd3', 'pino', 'prom-client', 'commander', 'zod', '@opentelemetry/sdk-node']) {
+    for (const runtime of [
+      'fastify',
+      'pg',
+      '@electric-sql/pglite',
+      'etcd3',
+      'pino',
+      'prom-client',
+      'commander',
+      'zod',
+      '@opentelemetry/sdk-node',
+      'typebox',
+      '@fastify/swagger',
+      '@fastify/type-provider-typebox',
+    ]) {
       expect(existsSync(path.join(app, 'node_modules', runtime, 'package.json')), runtime).toBe(true);
     }
-    for (const devOnly of ['next', 'react', 'tsx', 'typescript', 'vitest', 'tsup', 'dependency-cruiser', '@grafana/grafana-foundation-sdk']) {
+    for (const devOnly of ['next', 'react', 'tsx', 'typescript', 'vitest', 'tsup', 'dependency-cruiser', '@grafana/grafana-foundation-sdk', '@redocly/cli']) {
       expect(existsSync(path.join(app, 'node_modules', devOnly)), devOnly).toBe(false);
     }
     expect(existsSync(path.join(app, 'cli/main.ts'))).toBe(false);
@@ -117,6 +130,12 @@ describe('production install (npm ci --omit=dev) of the compiled server', () => 
     });
     const page = JSON.parse(stdout) as { items: { key: string; owner: string }[] };
     expect(page.items).toEqual([expect.objectContaining({ key: 'prod/key', owner: 'prod-install-test' })]);
+  });
+
+  it('serves GET /openapi.json, the committed docs/openapi.json, from the compiled route schemas', async () => {
+    const response = await fetch(`${url}/openapi.json`);
+    expect(response.status).toBe(200);
+    expect(await response.text()).toBe(readFileSync(path.join(root, 'docs/openapi.json'), 'utf8'));
   });
 
   it('stops cleanly on SIGTERM (exit 0)', async () => {

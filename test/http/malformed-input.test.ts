@@ -1,10 +1,12 @@
 /**
  * Property-based: thousands of malformed requests across every route. Every
- * answer is a 4xx with the pinned error body, the server stays healthy, and
- * the store's rows are unchanged.
+ * answer is a 4xx with the pinned error body that docs/openapi.json documents
+ * for its route and status, the server stays healthy, and the store's rows are
+ * unchanged.
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import { openApiChecker } from '../support/openapi.js';
 import { startServer, sharedPostgres, type TestServer } from '../support/server.js';
 
 const RUNS = 2100;
@@ -162,6 +164,8 @@ test(`${RUNS} malformed requests: every answer a 4xx with the pinned body; rows 
       expect(Object.keys(body.error).sort()).toEqual(['code', 'message', 'retryable']);
       expect(typeof body.error.message).toBe('string');
       expect(typeof body.error.retryable).toBe('boolean');
+      // …and the status, code and body are ones docs/openapi.json gives this route.
+      openApiChecker().assert({ method: probe.method, path, status: response.status, contentType: response.headers.get('content-type'), text });
     }),
     { numRuns: RUNS },
   );

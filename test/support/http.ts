@@ -1,4 +1,10 @@
-/** A thin JSON-over-HTTP helper for black-box tests of the C3 surface. */
+/**
+ * A thin JSON-over-HTTP helper for black-box tests of the C3 surface. Every
+ * answer is checked against docs/openapi.json (test/support/openapi.ts): an
+ * undocumented status, content type or body shape fails the calling test.
+ */
+import { openApiChecker } from './openapi.js';
+
 export interface Answer<T = any> {
   status: number;
   body: T;
@@ -25,7 +31,11 @@ export function httpClient(baseUrl: string, options: { clientToken?: string } = 
       ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
     });
     const text = await response.text();
-    return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
+    const contentType = response.headers.get('content-type');
+    openApiChecker().assert({ method, path, status: response.status, contentType, text });
+    // JSON answers parsed; any other (the /metrics text) kept as text.
+    const parsed = text === '' ? undefined : /json/.test(contentType ?? '') ? JSON.parse(text) : text;
+    return { status: response.status, body: parsed as T, headers: response.headers };
   }
   const key = (k: string) => encodeURIComponent(k);
   return {
