@@ -28,7 +28,7 @@ export function buildProgram(options: ProgramOptions = {}): { program: Command; 
     .exitOverride()
     // Set before any subcommand exists: subcommands copy it when created.
     .configureOutput(options.quietUsageErrors ? { outputError: () => {} } : {})
-    .showHelpAfterError('(add --help for usage)')
+    .showHelpAfterError(options.quietUsageErrors ? false : '(add --help for usage)')
     .addOption(new Option('--url <url>', 'lock server URL (a path prefix is kept: http://host/holdfast)').env('HOLDFAST_URL').default('http://127.0.0.1:7070'))
     .addOption(new Option('--token-file <file>', 'file whose first line is the bearer token').env('HOLDFAST_TOKEN_FILE'))
     // Kept only to explain itself: a secret in argv shows in `ps` and shell history.
