@@ -6,7 +6,7 @@
  * on plain node — no tsx, no Next.js, no TypeScript there to fall back on.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -117,6 +117,19 @@ describe('production install (npm ci --omit=dev) of the compiled server', () => 
     });
     const page = JSON.parse(stdout) as { items: { key: string; owner: string }[] };
     expect(page.items).toEqual([expect.objectContaining({ key: 'prod/key', owner: 'prod-install-test' })]);
+  });
+
+  it('the compiled CLI runs a command under a lock (the SDK is compiled in) and knows its version', async () => {
+    const env = productionEnv({ HOLDFAST_URL: url, HOLDFAST_TOKEN: OPERATOR_TOKEN });
+    const locked = await run(process.execPath, ['bin/holdfast.js', 'lock', 'prod/cli-lock', '--', 'sh', '-c', 'echo "$HOLDFAST_LOCK_KEY $HOLDFAST_FENCING_TOKEN"'], {
+      cwd: app,
+      env,
+      timeout: 30_000,
+    });
+    expect(locked.stdout.trim()).toMatch(/^prod\/cli-lock \d+$/);
+    const { version } = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string };
+    const shown = JSON.parse((await run(process.execPath, ['bin/holdfast.js', 'version', '-o', 'json'], { cwd: app, env, timeout: 30_000 })).stdout);
+    expect(shown).toMatchObject({ cli: { version }, server: { reachable: true, version } });
   });
 
   it('stops cleanly on SIGTERM (exit 0)', async () => {
