@@ -106,6 +106,21 @@ describe('holdfast lock', () => {
     expect(sessions.map((s) => s.owner)).not.toContain('forwarding-test');
   });
 
+  test('SIGINT while waiting stops the wait: CMD never runs, exit 130, no session left behind', async () => {
+    const holder = (await api.openSession({ owner: 'long-holder', ttlMillis: 60_000 })).body.sessionId as string;
+    expect((await api.acquire('jobs/interrupted', { sessionId: holder, ttlMillis: 60_000 })).status).toBe(200);
+    const marker = path.join(dir, 'interrupted.ran');
+    const run = startCli(server, ['lock', 'jobs/interrupted', '--owner', 'interrupted-waiter', '--', 'sh', '-c', `touch ${marker}`]);
+    await eventually(async () => (await api.read('jobs/interrupted')).body.waiterCount >= 1, 30_000);
+    run.child.kill('SIGINT');
+    const result = await run.done;
+    expect(result.code).toBe(130);
+    expect(existsSync(marker)).toBe(false);
+    const sessions = (await api.admin(server.operatorToken).listSessions()).body.items as { owner: string }[];
+    expect(sessions.map((s) => s.owner)).not.toContain('interrupted-waiter');
+    await api.closeSession(holder);
+  });
+
   test('a missing COMMAND exits 127; a COMMAND with options needs -- (usage error, exit 2)', async () => {
     const missing = await holdfast(server, ['lock', 'jobs/missing', '--', 'no-such-command-holdfast']);
     expect(missing.code).toBe(127);
