@@ -103,10 +103,10 @@ describe('production install (npm ci --omit=dev) of the compiled server', () => 
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ owner: 'prod-install-test' }),
-    }).then((r) => r.json())) as { sessionId: string };
+    }).then((r) => r.json())) as { sessionId: string; sessionToken: string };
     const grant = await fetch(`${url}/v1/locks/prod%2Fkey/acquire`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${session.sessionToken}` },
       body: JSON.stringify({ sessionId: session.sessionId, ttlMillis: 30_000 }),
     });
     expect(grant.status).toBe(200);
