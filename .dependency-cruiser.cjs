@@ -23,6 +23,7 @@
  */
 const TEMPORARY_LOCK_TO_EXPORTER = [
   { from: '^lock/core/lock-service\\.ts$', to: '^exporter/(events|server-metrics)\\.ts$' },
+  { from: '^lock/core/insight\\.ts$', to: '^exporter/server-metrics\\.ts$' },
   {
     from: '^lock/http/server\\.ts$',
     to: '^exporter/(events|outcomes|request-telemetry|server-metrics|trace-context)\\.ts$',

@@ -36,6 +36,12 @@ export interface AuditQuery {
   target?: string;
 }
 
+/** A7: most contended keys over the server's window. */
+export interface ContentionTop {
+  windowMillis: number;
+  items: { key: string; contended: number; waiters: number; holderSessionId?: string; holderOwner?: string }[];
+}
+
 /** The server's page-size ceiling (C3 A1/A2 `limit`): walking every page uses it. */
 const LARGEST_PAGE = 1000;
 
@@ -48,7 +54,11 @@ export class AdminApi {
     private readonly token: string | undefined,
   ) {}
 
-  listLocks(q: { prefix?: string; limit?: string; cursor?: string }) {
+  contention(limit?: string) {
+    return this.call<ContentionTop>('GET', `/v1/admin/contention${query({ limit })}`);
+  }
+  /** A1; `sort: 'age'` answers one page of the oldest grants (no cursor). */
+  listLocks(q: { prefix?: string; limit?: string; cursor?: string; sort?: 'key' | 'age' }) {
     return this.call<Page<LockInfo>>('GET', `/v1/admin/locks${query(q)}`);
   }
   /** Every held lock (A1, all pages): the CLI filters and sorts what the route cannot. */

@@ -19,11 +19,3 @@ export function parseMillis(text: string): number {
   return Number(text.trim());
 }
 
-/** `1h 5m`, `42s`, `850ms`: the largest two units, for ages in tables. */
-export function formatDuration(millis: number): string {
-  if (millis < 1_000) return `${Math.max(0, Math.round(millis))}ms`;
-  const seconds = Math.floor(millis / 1_000);
-  const [d, h, m, s] = [Math.floor(seconds / 86_400), Math.floor(seconds / 3_600) % 24, Math.floor(seconds / 60) % 60, seconds % 60];
-  const parts = [d && `${d}d`, h && `${h}h`, m && `${m}m`, s && `${s}s`].filter(Boolean) as string[];
-  return parts.slice(0, 2).join(' ') || '0s';
-}

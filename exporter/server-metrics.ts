@@ -31,7 +31,10 @@ export interface ServerMetrics {
   /** `exemplar` is kept only by histograms the table marks `exemplars: true`. */
   observe<K extends ServerMetricKey>(key: K, labels: LabelsOf<K>, seconds: number, exemplar?: ExemplarLabels): void;
   /** Gauges are read at scrape time from whoever knows best (store or core). */
-  setGaugeSource(key: 'lockHeld' | 'lockWaiters' | 'lockSessionsActive' | 'lockDeadlockCycles', read: () => number | Promise<number>): void;
+  setGaugeSource(
+    key: 'lockHeld' | 'lockWaiters' | 'lockSessionsActive' | 'lockDeadlockCycles' | 'lockOldestHeldSeconds',
+    read: () => number | Promise<number>,
+  ): void;
 }
 
 const MISNAMED_DEFAULT_GAUGES = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];

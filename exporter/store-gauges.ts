@@ -10,7 +10,7 @@
 import type { StoreSummary } from '../lock/store/spi.js';
 import { singleFlight } from './single-flight.js';
 
-/** Fresh enough for a 15 s scrape interval; one count per 5 s per instance. */
+/** Fresh enough for a 15 s scrape interval; one count per 5 s per instance (HOLDFAST_STORE_GAUGE_REFRESH_MS). */
 export const STORE_GAUGE_REFRESH_MILLIS = 5_000;
 
 export interface StoreGauges {

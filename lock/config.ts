@@ -35,6 +35,8 @@ const schema = z.object({
   HOLDFAST_PG_STATEMENT_TIMEOUT_MS: intFrom(100, 600_000, 1500),
   /** v2: concurrent server-side waits (L4 with waitMillis > 0) one session may have on one server. */
   HOLDFAST_MAX_WAITS_PER_SESSION: intFrom(1, 10_000, 32),
+  /** How often the store-true gauges (lock_held, lock_sessions_active, lock_oldest_held_seconds) are recounted. */
+  HOLDFAST_STORE_GAUGE_REFRESH_MS: intFrom(100, 600_000, 5000),
 });
 
 export type ServerConfig = z.infer<typeof schema>;

@@ -45,9 +45,10 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
   const events = createEventLog(rawStore.backend, options.logDestination ? { destination: options.logDestination } : {});
   const store = instrumentStore(rawStore, metrics);
   // Store-true gauges, counted by the store in the background (exporter/store-gauges.ts).
-  const storeGauges = refreshStoreGauges(() => store.summary());
+  const storeGauges = refreshStoreGauges(() => store.summary(), config.HOLDFAST_STORE_GAUGE_REFRESH_MS);
   metrics.setGaugeSource('lockHeld', async () => (await storeGauges.latest()).heldLocks);
   metrics.setGaugeSource('lockSessionsActive', async () => (await storeGauges.latest()).activeSessions);
+  metrics.setGaugeSource('lockOldestHeldSeconds', async () => (await storeGauges.latest()).oldestHeldMillis / 1000);
 
   const service = new LockService(store, metrics, events, {
     ...(options.clock ? { clock: options.clock } : {}),

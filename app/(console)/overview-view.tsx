@@ -9,6 +9,7 @@ import { ErrorState, Loading } from '../components/query-state';
 import { useSummary } from '../components/use-summary';
 import { formatPercent, formatRate } from '../lib/format';
 import type { Overview } from '../lib/overview';
+import { InsightCards } from './insight-cards';
 
 export function OverviewView() {
   const summary = useSummary();
@@ -25,6 +26,7 @@ export function OverviewView() {
       {data ? (
         <>
           <Figures data={data} />
+          <InsightCards />
           <section className="charts" aria-label="Recent history">
             <TimeChart
               testId="chart-held"

@@ -12,6 +12,8 @@ import { HistoryProvider } from './history';
 const NAV = [
   { href: '/', label: 'Overview' },
   { href: '/locks', label: 'Locks' },
+  { href: '/contention', label: 'Contention' },
+  { href: '/waits', label: 'Waits' },
   { href: '/sessions', label: 'Sessions' },
   { href: '/audit', label: 'Audit' },
 ] as const;

@@ -2,7 +2,7 @@
 import { Option, type Command } from 'commander';
 import type { LockInfo } from '../../contract/records.js';
 import type { CliContext } from '../context.js';
-import { formatDuration, parseDuration } from '../duration.js';
+import { parseDuration } from '../duration.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import { formatTable, relativeTime } from '../format.js';
 import { filterLocks, LOCK_SORTS, sortLocks, type LockSort } from '../lock-listing.js';
@@ -32,29 +32,30 @@ export function registerLocks(program: Command, ctx: CliContext): Command {
     .option('--cursor <cursor>', 'continue from a previous page (unfiltered listing only)')
     .action(async (opts: LsOptions) => {
       const api = await ctx.api();
-      const clientSide = opts.owner !== undefined || opts.session !== undefined || opts.olderThan !== undefined || opts.sort !== undefined;
+      const filtered = opts.owner !== undefined || opts.session !== undefined || opts.olderThan !== undefined;
+      if (opts.cursor !== undefined && (filtered || (opts.sort !== undefined && opts.sort !== 'key'))) {
+        throw new CliError('USAGE', '--cursor pages the plain listing; with --owner, --session, --older-than or --sort there are no further pages', EXIT.usage);
+      }
       let page: { items: LockInfo[]; nextCursor: string | null };
-      if (!clientSide) {
-        page = await api.listLocks(opts);
+      if (!filtered && opts.sort !== 'waiters') {
+        // The plain listing pages by key; sort=age is A1's own page of the oldest grants (one store scan).
+        page = await api.listLocks({ prefix: opts.prefix, limit: opts.limit, cursor: opts.cursor, ...(opts.sort === 'age' ? { sort: 'age' as const } : {}) });
       } else {
-        if (opts.cursor !== undefined) {
-          throw new CliError('USAGE', '--cursor pages the plain listing; with --owner, --session, --older-than or --sort every page is read already', EXIT.usage);
-        }
         const now = Date.now();
         const matching = filterLocks(await api.allLocks(opts.prefix), { owner: opts.owner, sessionId: opts.session, olderThanMillis: opts.olderThan }, now);
         page = { items: sortLocks(matching, opts.sort ?? 'key').slice(0, Number(opts.limit)), nextCursor: null };
       }
       const now = Date.now();
       ctx.print(page, (wide) => {
-        const head = ['KEY', 'OWNER', 'SESSION', 'TOKEN', 'EXPIRES', 'WAITERS', 'HELD', ...(wide ? ['GRANTED AT', 'EXPIRES AT'] : [])];
+        const head = ['KEY', 'OWNER', 'SESSION', 'TOKEN', 'GRANTED', 'EXPIRES', 'WAITERS', ...(wide ? ['GRANTED AT', 'EXPIRES AT'] : [])];
         const rows = page.items.map((l) => [
           l.key,
           l.owner ?? '',
           l.sessionId ?? '',
           l.fencingToken ?? '',
+          l.grantedAt ? relativeTime(l.grantedAt, now) : '',
           l.expiresAt ? relativeTime(l.expiresAt, now) : '',
           String(l.waiterCount),
-          l.grantedAt ? formatDuration(now - l.grantedAt) : '',
           ...(wide ? [iso(l.grantedAt), iso(l.expiresAt)] : []),
         ]);
         return `${formatTable(head, rows)}${page.nextCursor ? `\nmore: --cursor ${page.nextCursor}` : ''}`;

@@ -42,6 +42,7 @@ import { systemClock, type Clock, type RandomSource } from './clock.js';
 import { hashSessionToken, newSessionToken } from './session-token.js';
 import { ContentionBudget, DEFAULT_CONTENTION_BUDGET, type ContentionBudgetConfig } from './contention-budget.js';
 import { WaiterRegistry, type Waiter } from './waiters.js';
+import { LockInsight, type GrantEnd, type LockInsightOptions } from './insight.js';
 
 export interface LockServiceOptions {
   clock?: Clock;
@@ -52,6 +53,7 @@ export interface LockServiceOptions {
   pollMaxMillis?: number;
   /** Concurrent server-side waits one session may have here; more are 429 CONTENTION_EXCEEDED. */
   maxWaitsPerSession?: number;
+  insight?: LockInsightOptions;
   /** The sealer the store seals with: verification checks links with the same key. */
   auditSealer?: AuditSealer;
 }
@@ -78,6 +80,8 @@ const POLL_FLOOR_MILLIS = 10;
 export class LockService {
   readonly waiters = new WaiterRegistry();
   readonly activity: ActivityWindow;
+  /** Contention top-K, per-key history, wait graph, lock_hold_seconds (issue 14). */
+  readonly insight: LockInsight;
   private readonly clock: Clock;
   private readonly random: RandomSource;
   private readonly budget: ContentionBudget;
@@ -103,6 +107,7 @@ export class LockService {
     this.auditSealer = options.auditSealer ?? createAuditSealer();
     this.maxWaitsPerSession = options.maxWaitsPerSession ?? 32;
     this.activity = new ActivityWindow(() => this.clock.now());
+    this.insight = new LockInsight(store, this.waiters, metrics, () => this.clock.now(), options.insight);
     metrics.setGaugeSource('lockWaiters', () => this.waiters.total());
     metrics.setGaugeSource('lockDeadlockCycles', () => this.waiters.deadlockCycles());
   }
@@ -139,7 +144,7 @@ export class LockService {
 
   async killSession(sessionId: string, reason: string, actor: string, ctx: EventContext): Promise<KillOutcome> {
     const { ended, audit } = await this.store.killSession(sessionId, { actor, reason, requestId: ctx.requestId });
-    if (ended) this.sessionEnded(ended, ctx);
+    if (ended) this.sessionEnded(ended, ctx, { actor, reason, auditId: audit.id });
     const outcome = ended ? 'KILLED' : 'NOT_FOUND';
     this.events.emit('session_killed', ctx, { sessionId, actor, reason, outcome, auditId: audit.id, auditHeadHash: audit.hash });
     return { sessionId, outcome, releasedLocks: ended?.releasedLocks.length ?? 0, auditId: audit.id };
@@ -170,6 +175,7 @@ export class LockService {
       const expired = await this.store.expireLocks(batch);
       for (const lock of expired) {
         this.events.emit('lock_expired', ctx, { key: lock.key, sessionId: lock.sessionId, fencingToken: lock.fencingToken, cause: 'ttl' });
+        this.insight.ended(lock, { outcome: 'expired', cause: 'ttl' });
         this.waiters.keyReleased(lock.key);
       }
       locks += expired.length;
@@ -285,6 +291,7 @@ export class LockService {
     }
     if (result.kind !== 'released') throw refused(result, req.session.sessionId);
     const { lock } = result;
+    this.insight.ended(lock, { outcome: 'released' });
     this.waiters.keyReleased(req.key);
     this.events.emit('lock_released', ctx, {
       key: lock.key,
@@ -315,7 +322,10 @@ export class LockService {
       ...(req.expectedFencingToken !== undefined ? { expectedFencingToken: req.expectedFencingToken } : {}),
       audit: { actor, reason: req.reason, requestId: ctx.requestId },
     });
-    if (result.revoked) this.waiters.keyReleased(req.key);
+    if (result.revoked) {
+      this.insight.ended(result.revoked, { outcome: 'revoked', actor, reason: req.reason, auditId: result.audit.id });
+      this.waiters.keyReleased(req.key);
+    }
     const metricOutcome = ({ REVOKED: 'revoked', NOT_HELD: 'not_held', TOKEN_MISMATCH: 'token_mismatch' } as const)[result.outcome];
     this.metrics.inc('lockForceRevokeTotal', { outcome: metricOutcome });
     this.activity.record(`force_revoke:${metricOutcome}`);
@@ -356,6 +366,7 @@ export class LockService {
 
   private granted(grant: LockGrant, owner: string, existing: boolean, waitedMillis: number, ctx: EventContext): LockGrant {
     if (!existing) {
+      this.insight.granted(grant, owner);
       this.events.emit('lock_granted', ctx, {
         key: grant.key,
         sessionId: grant.sessionId,
@@ -376,6 +387,7 @@ export class LockService {
   ): LockContendedError | ContentionExceededError {
     const verdict = this.budget.charge(req.sessionId);
     if (!verdict.ok) return this.contentionExceeded(req, verdict.scope, verdict.retryAfterSeconds, ctx, holder);
+    this.insight.contended(req.key);
     this.metrics.inc('lockContentionTotal', { reason: 'contended' });
     this.activity.record('contention:contended');
     this.events.emit('lock_contended', ctx, {
@@ -394,6 +406,8 @@ export class LockService {
     ctx: EventContext,
     holder: HeldLock | null = null,
   ): ContentionExceededError {
+    // The top-K counts what lock_contention_total counts, key by key.
+    this.insight.contended(req.key);
     this.metrics.inc('lockContentionTotal', { reason: 'exceeded' });
     this.activity.record('contention:exceeded');
     this.events.emit('lock_contended', ctx, {
@@ -443,7 +457,8 @@ export class LockService {
     this.metrics.observe('lockWaitSeconds', { outcome }, (this.clock.now() - startedAt) / 1000);
   }
 
-  private sessionEnded(ended: EndedSession, ctx: EventContext): void {
+  /** `killedBy`: the operator order behind a kill, for the per-key history. */
+  private sessionEnded(ended: EndedSession, ctx: EventContext, killedBy?: Pick<GrantEnd, 'actor' | 'reason' | 'auditId'>): void {
     const { session, cause } = ended;
     this.waiters.sessionEnded(session.sessionId);
     this.budget.forget(session.sessionId);
@@ -457,6 +472,7 @@ export class LockService {
         fencingToken: lock.fencingToken,
         cause: LOCK_CAUSE_OF_SESSION_END[cause],
       });
+      this.insight.ended(lock, { outcome: 'session_ended', cause: LOCK_CAUSE_OF_SESSION_END[cause], ...killedBy });
       this.waiters.keyReleased(lock.key);
     }
   }

@@ -5,6 +5,7 @@
  * instance sees a key released, and an abort for every waiter of a session
  * that ends (so it answers SESSION_NOT_FOUND at once, not at its deadline).
  */
+import type { WaitEdge } from './wait-graph.js';
 
 export class Waiter {
   /** Aborted when the waiter's own session ends. */
@@ -70,6 +71,15 @@ export class WaiterRegistry {
   unregister(waiter: Waiter): void {
     removeFrom(this.byKey, waiter.key, waiter);
     removeFrom(this.bySession, waiter.sessionId, waiter);
+  }
+
+  /** Every current wait on this instance, for the wait-for graph (GET /v1/admin/waits). */
+  snapshot(): WaitEdge[] {
+    const waits: WaitEdge[] = [];
+    for (const set of this.byKey.values()) {
+      for (const w of set) waits.push({ waiterSessionId: w.sessionId, key: w.key, holderSessionId: w.holderSessionId });
+    }
+    return waits;
   }
 
   count(key: string): number {

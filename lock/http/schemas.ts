@@ -51,7 +51,13 @@ export const killBody = object({ reason: text(500, 1) }, ['reason']);
 
 const queryString = (max: number) => ({ type: 'string', maxLength: max }) as const;
 
-export const listLocksQuery = object({ prefix: text(512), limit: queryString(8), cursor: queryString(1024) });
+export const listLocksQuery = object({
+  prefix: text(512),
+  limit: queryString(8),
+  cursor: queryString(1024),
+  /** `age`: oldest grant first (no cursor; one page of `limit`). */
+  sort: { type: 'string', enum: ['key', 'age'] },
+});
 export const listQuery = object({ limit: queryString(8), cursor: queryString(1024) });
 export const auditQuery = object({
   limit: queryString(8),
@@ -60,3 +66,8 @@ export const auditQuery = object({
   action: { type: 'string', enum: ['lock.revoke', 'session.kill'] },
   target: text(2048),
 });
+
+// ---- operator insight (issue 14) ----
+export const contentionQuery = object({ limit: queryString(8) });
+export const historyQuery = object({ limit: queryString(8) });
+export const noQuery = object({});

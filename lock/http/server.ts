@@ -25,6 +25,7 @@ import { callerSpanContext } from '../../exporter/trace-context.js';
 import * as schemas from './schemas.js';
 import { checkFencingToken, decodeKeySegment, parseLimit } from './validation.js';
 import { buildSummary } from './summary.js';
+import { registerInsightRoutes } from './insight-routes.js';
 
 export interface HttpServerDeps {
   service: LockService;
@@ -261,7 +262,11 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
 
   // ---- A1–A6 admin ----
   app.get('/v1/admin/locks', { schema: { querystring: schemas.listLocksQuery }, config: { role: 'viewer' } }, async (request) => {
-    const q = request.query as { prefix?: string; limit?: string; cursor?: string };
+    const q = request.query as { prefix?: string; limit?: string; cursor?: string; sort?: 'key' | 'age' };
+    if (q.sort === 'age') {
+      if (q.cursor) throw new ValidationFailedError('sort=age answers one page of the oldest grants; it takes no cursor');
+      return { items: await service.insight.oldestLocks(parseLimit(q.limit), q.prefix || undefined), nextCursor: null };
+    }
     return service.listLocks({
       limit: parseLimit(q.limit),
       ...(q.prefix ? { prefix: q.prefix } : {}),
@@ -319,6 +324,8 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
         ctx(request),
       ),
   );
+
+  registerInsightRoutes(app, service.insight);
 
   // ---- operations ----
   app.get('/metrics', async (request, reply) => {

@@ -50,7 +50,7 @@ describe('holdfast CLI', () => {
   test('locks ls lists held locks as a table, --prefix filters, --json is machine-readable', async () => {
     const all = await holdfast(server, ['locks', 'ls']);
     expect(all.code).toBe(0);
-    expect(all.stdout).toMatch(/KEY\s+OWNER\s+SESSION\s+TOKEN\s+EXPIRES\s+WAITERS/);
+    expect(all.stdout).toMatch(/KEY\s+OWNER\s+SESSION\s+TOKEN\s+GRANTED\s+EXPIRES\s+WAITERS/);
     expect(all.stdout).toContain('payouts/eu');
     expect(all.stdout).toContain('payout-worker-7');
     const filtered = await holdfast(server, ['--json', 'locks', 'ls', '--prefix', 'payouts/']);

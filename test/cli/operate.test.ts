@@ -50,7 +50,7 @@ describe('holdfast CLI for on-call', () => {
     expect(keysOf((await holdfast(server, ['-o', 'json', 'locks', 'ls', '--older-than', '1h'])).stdout)).toEqual(['payouts/us']);
     expect(keysOf((await holdfast(server, ['-o', 'json', 'locks', 'ls', '--owner', 'report-runner', '--older-than', '1h'])).stdout)).toEqual([]);
     const table = await holdfast(server, ['locks', 'ls', '--older-than', '1h']);
-    expect(table.stdout).toMatch(/payouts\/us\s+payout-worker-7\s+\S+\s+\d+\s+in \S+\s+0\s+2h/);
+    expect(table.stdout).toMatch(/payouts\/us\s+payout-worker-7\s+\S+\s+\d+\s+2h ago\s+in \S+\s+0/);
     expect(table.stdout).not.toContain('payouts/eu');
   });
 
@@ -82,7 +82,7 @@ describe('holdfast CLI for on-call', () => {
     const table = await holdfast(server, ['locks', 'ls']);
     const wide = await holdfast(server, ['-o', 'wide', 'locks', 'ls']);
     expect(table.stdout).not.toMatch(/GRANTED AT/);
-    expect(wide.stdout).toMatch(/WAITERS\s+HELD\s+GRANTED AT\s+EXPIRES AT/);
+    expect(wide.stdout).toMatch(/WAITERS\s+GRANTED AT\s+EXPIRES AT/);
     expect(wide.stdout).toMatch(/payouts\/us .* \d{4}-\d\d-\d\dT/);
     const json = JSON.parse((await holdfast(server, ['-o', 'json', 'locks', 'ls'])).stdout);
     const alias = JSON.parse((await holdfast(server, ['locks', 'ls', '--json'])).stdout);

@@ -9,15 +9,15 @@ import { usePathname, useSearchParams } from 'next/navigation';
 import { useEffect, useMemo, useState } from 'react';
 import type { LockInfo, Page } from '../../lib/api-types';
 import { getJson } from '../../lib/client/api';
-import { formatAbsolute, formatDuration } from '../../lib/format';
 import { useCanAct } from '../../components/identity';
 import { LiveControl, useLive, useNow } from '../../components/live';
 import { Empty, ErrorState, Loading } from '../../components/query-state';
 import { RevokeDialog } from '../../components/revoke-dialog';
 import { TtlCountdown, When } from '../../components/ttl';
+import { AGE_BAD_MILLIS, AGE_WARN_MILLIS, LockAge } from '../../components/lock-age';
 
 /** A lock held longer than this is flagged: most payout-style critical sections take seconds. */
-export const LONG_HELD_MILLIS = 5 * 60_000;
+export const LONG_HELD_MILLIS = AGE_BAD_MILLIS;
 const PAGE_SIZES = [25, 50, 100, 200, 500] as const;
 type SortKey = 'key' | 'age' | 'ttl' | 'waiters' | 'token';
 
@@ -34,7 +34,9 @@ export function LocksView() {
   const [draft, setDraft] = useState(prefix);
   // Cursors of the pages visited so far; index 0 is the first page (null cursor).
   const [cursors, setCursors] = useState<(string | null)[]>([null]);
-  const [sort, setSort] = useState<SortKey>('key');
+  const [sort, setSort] = useState<SortKey>(() => (params.get('sort') === 'age' ? 'age' : 'key'));
+  // "Held longest" asks the server for the oldest grants of all locks (A1 sort=age), not this page's.
+  const serverAge = sort === 'age';
   const [revoking, setRevoking] = useState<LockInfo | null>(null);
   const { refetchInterval } = useLive();
   const canAct = useCanAct();
@@ -52,17 +54,19 @@ export function LocksView() {
     const search = new URLSearchParams();
     if (prefix) search.set('prefix', prefix);
     if (limit !== 50) search.set('limit', String(limit));
+    if (serverAge) search.set('sort', 'age');
     const text = search.toString();
     // Native replaceState (Next.js syncs it with useSearchParams): no server round trip, no remount.
     window.history.replaceState(null, '', text ? `${pathname}?${text}` : pathname);
-  }, [prefix, limit, pathname]);
+  }, [prefix, limit, pathname, serverAge]);
 
   const query = useQuery({
-    queryKey: ['locks', prefix, limit, cursor],
+    queryKey: ['locks', prefix, limit, serverAge ? 'age' : cursor],
     queryFn: ({ signal }) => {
       const search = new URLSearchParams({ limit: String(limit) });
       if (prefix) search.set('prefix', prefix);
-      if (cursor) search.set('cursor', cursor);
+      if (serverAge) search.set('sort', 'age');
+      else if (cursor) search.set('cursor', cursor);
       return getJson<Page<LockInfo>>(`/api/locks?${search}`, signal);
     },
     refetchInterval,
@@ -101,18 +105,19 @@ export function LocksView() {
             </option>
           ))}
         </select>
-        <label htmlFor="sort">Sort this page by</label>
+        <label htmlFor="sort">Sort by</label>
         <select id="sort" value={sort} onChange={(e) => setSort(e.target.value as SortKey)}>
           <option value="key">key</option>
-          <option value="age">held longest</option>
-          <option value="ttl">expiring soonest</option>
-          <option value="waiters">most waiters</option>
-          <option value="token">newest token</option>
+          <option value="age">held longest (all locks)</option>
+          <option value="ttl">expiring soonest (this page)</option>
+          <option value="waiters">most waiters (this page)</option>
+          <option value="token">newest token (this page)</option>
         </select>
       </div>
       <p className="legend muted">
         <span className="badge badge-warn">waiters</span> someone is queued for the lock ·{' '}
-        <span className="badge badge-bad">long-held</span> held over {LONG_HELD_MILLIS / 60_000} min · TTL counts down live
+        <span className="badge badge-bad">long-held</span> held over {LONG_HELD_MILLIS / 60_000} min ·{' '}
+        <span className="age age-warn">age</span> over {AGE_WARN_MILLIS / 60_000} min · TTL counts down live
       </p>
       {query.isError ? <ErrorState error={query.error} what="locks" /> : null}
       {query.isPending ? <Loading what="locks" /> : null}
@@ -148,7 +153,12 @@ export function LocksView() {
           </table>
         </div>
       ) : null}
-      {query.data ? (
+      {query.data && serverAge ? (
+        <p className="muted" data-testid="page-status">
+          The {rows.length} oldest grants{prefix ? ' with this prefix' : ''}, oldest first.
+        </p>
+      ) : null}
+      {query.data && !serverAge ? (
         <nav className="pager" aria-label="Pages">
           <button type="button" className="button" disabled={pageNumber <= 1} onClick={() => setCursors((c) => c.slice(0, -1))}>
             ← Previous
@@ -183,7 +193,7 @@ function LockRow({ lock, now, canAct, onRevoke }: { lock: LockInfo; now: number;
       <td className="mono num" data-testid="lock-token">
         {lock.fencingToken}
       </td>
-      <td title={lock.grantedAt ? `granted ${formatAbsolute(lock.grantedAt)}` : undefined}>{lock.grantedAt ? formatDuration(age) : '—'}</td>
+      <td>{lock.grantedAt ? <LockAge grantedAt={lock.grantedAt} now={now} /> : '—'}</td>
       <td>
         <TtlCountdown expiresAt={lock.expiresAt} now={now} />
       </td>

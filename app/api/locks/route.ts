@@ -1,4 +1,4 @@
-/** One page of held locks (A1): server-side cursor pagination, prefix search. */
+/** One page of held locks (A1): server-side cursor pagination, prefix search, or the oldest grants (sort=age). */
 import type { NextRequest } from 'next/server';
 import type { LockInfo, Page } from '../../lib/api-types';
 import { requireSession } from '../../lib/server/auth';
@@ -15,6 +15,8 @@ export async function GET(request: NextRequest): Promise<Response> {
     prefix: params.get('prefix'),
     limit: pageSize(params.get('limit')),
     cursor: params.get('cursor'),
+    // Only the one other order A1 knows is passed on; anything else is the default (by key).
+    sort: params.get('sort') === 'age' ? 'age' : undefined,
   })}`;
   return relay(await callServer<Page<LockInfo>>(path, { token: session.token }));
 }

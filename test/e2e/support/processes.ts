@@ -60,17 +60,19 @@ export async function waitForUrl(url: string, proc: Proc, timeoutMillis = 60_000
   }
 }
 
-export function startLockServer(opts: { port: number; dataDir: string; tokensFile: string }): Proc {
+export function startLockServer(opts: { port: number; dataDir: string; tokensFile: string; env?: Record<string, string> }): Proc {
   return start(process.execPath, ['bin/holdfast.js', 'server'], {
     HOLDFAST_STORE: 'embedded',
     HOLDFAST_PORT: String(opts.port),
     HOLDFAST_DATA_DIR: opts.dataDir,
     HOLDFAST_ADMIN_TOKENS_FILE: opts.tokensFile,
+    ...opts.env,
   });
 }
 
-export function startConsole(opts: { port: number; holdfastUrl: string }): Proc {
+export function startConsole(opts: { port: number; holdfastUrl: string; env?: Record<string, string> }): Proc {
   return start(process.execPath, ['node_modules/next/dist/bin/next', 'start', '-p', String(opts.port), '-H', '127.0.0.1'], {
     HOLDFAST_URL: opts.holdfastUrl,
+    ...opts.env,
   });
 }

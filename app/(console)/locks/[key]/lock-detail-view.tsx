@@ -1,5 +1,5 @@
 'use client';
-/** One lock: who holds it now (L7) and every admin action ever taken on the key. */
+/** One lock: who holds it now (L7), its recent grants and ends, and every admin action ever taken on the key. */
 import Link from 'next/link';
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
@@ -12,6 +12,7 @@ import { LiveControl, useLive, useNow } from '../../../components/live';
 import { Empty, ErrorState, Loading } from '../../../components/query-state';
 import { RevokeDialog } from '../../../components/revoke-dialog';
 import { TtlCountdown } from '../../../components/ttl';
+import { KeyHistory } from './key-history';
 
 export function LockDetailView({ lockKey }: { lockKey: string }) {
   const { refetchInterval } = useLive();
@@ -89,6 +90,7 @@ export function LockDetailView({ lockKey }: { lockKey: string }) {
           )}
         </section>
       ) : null}
+      <KeyHistory lockKey={lockKey} now={now} />
       <h2>Audit entries for this key</h2>
       {audit.isError ? <ErrorState error={audit.error} what="the audit entries" /> : null}
       {audit.isPending ? <Loading what="audit entries" /> : null}

@@ -1,0 +1,196 @@
+/**
+ * Operator insight (issue 14): what has been held longest, which keys are
+ * fought over, who waits for whom, and the recent story of one key. Core feeds
+ * it where a grant starts or ends and where an attempt is contended (the same
+ * places the log events are emitted); the admin routes read it.
+ *
+ * Scope: the contention window, the waits and the history are what this
+ * instance saw; holders, ages and audit entries come from the store (fleet-wide).
+ * Fleet-wide contention is designed as a merge of every instance's published
+ * summary (mergeTopK), pending the instance registry (docs/contracts/C3-http.md, A7).
+ */
+import type { AuditEntry, LockGrant, LockInfo } from '../../contract/records.js';
+import type { HoldOutcome } from '../../contract/metric-table.js';
+import type { ServerMetrics } from '../../exporter/server-metrics.js';
+import type { EndedLock, HeldLock, LockStore } from '../store/spi.js';
+import { ContentionTop, type ContentionTopOptions } from './contention-top.js';
+import { LockHistory, type LockHistoryEvent } from './lock-history.js';
+import { findCycles, type WaitEdge } from './wait-graph.js';
+import type { WaiterRegistry } from './waiters.js';
+
+export interface LockInsightOptions {
+  contention?: ContentionTopOptions;
+  historyCapacity?: number;
+}
+
+export interface ContendedKey {
+  key: string;
+  /** Contended attempts in the window (an upper bound once more keys are contended than there are counters). */
+  contended: number;
+  waiters: number;
+  holderSessionId?: string;
+  holderOwner?: string;
+}
+
+export interface WaitGraph {
+  scope: 'instance';
+  items: WaitEdge[];
+  /** Sessions of each cycle (deadlock) in the graph. */
+  cycles: string[][];
+}
+
+/** How an ended grant is told apart in the history and in lock_hold_seconds. */
+export interface GrantEnd {
+  outcome: HoldOutcome;
+  actor?: string;
+  reason?: string;
+  cause?: string;
+  auditId?: string;
+}
+
+const OLDEST_SCAN_PAGE = 1000;
+/**
+ * How long one scan for the oldest grants answers identical asks: every open console
+ * polls "held longest" every 2 s, and each scan reads every held lock.
+ */
+const OLDEST_REUSE_MILLIS = 1000;
+
+export class LockInsight {
+  readonly contention: ContentionTop;
+  readonly history: LockHistory;
+  private readonly oldestScans = new Map<string, { startedAt: number; scan: Promise<HeldLock[]> }>();
+
+  constructor(
+    private readonly store: LockStore,
+    private readonly waiters: WaiterRegistry,
+    private readonly metrics: ServerMetrics,
+    private readonly now: () => number,
+    options: LockInsightOptions = {},
+  ) {
+    this.contention = new ContentionTop(now, options.contention);
+    this.history = new LockHistory(options.historyCapacity);
+  }
+
+  // ---- fed by core ----------------------------------------------------------
+
+  contended(key: string): void {
+    this.contention.record(key);
+  }
+
+  granted(grant: LockGrant, owner: string): void {
+    this.history.record({
+      at: grant.grantedAt,
+      kind: 'granted',
+      key: grant.key,
+      sessionId: grant.sessionId,
+      owner,
+      fencingToken: grant.fencingToken,
+    });
+  }
+
+  /** Once per grant that ended: lock_hold_seconds and the history. */
+  ended(lock: EndedLock, end: GrantEnd): void {
+    const heldMillis = Math.max(0, lock.endedAt - lock.grantedAt);
+    this.metrics.observe('lockHoldSeconds', { outcome: end.outcome }, heldMillis / 1000);
+    this.history.record({
+      at: lock.endedAt,
+      kind: end.outcome === 'session_ended' ? 'session_ended' : end.outcome,
+      key: lock.key,
+      sessionId: lock.sessionId,
+      owner: lock.owner,
+      fencingToken: lock.fencingToken,
+      heldMillis,
+      ...(end.actor !== undefined ? { actor: end.actor } : {}),
+      ...(end.reason !== undefined ? { reason: end.reason } : {}),
+      ...(end.cause !== undefined ? { cause: end.cause } : {}),
+      ...(end.auditId !== undefined ? { auditId: end.auditId } : {}),
+    });
+  }
+
+  // ---- read by the admin routes ------------------------------------------------
+
+  /** A7: the most contended keys of this instance's window, with their waiters and holders now. */
+  async topContended(limit: number): Promise<{ windowMillis: number; items: ContendedKey[] }> {
+    const top = this.contention.top(limit);
+    const holders = await Promise.all(top.map((entry) => this.store.readLock(entry.key)));
+    return {
+      windowMillis: this.contention.windowMillis,
+      items: top.map((entry, i) => {
+        const holder = holders[i];
+        return {
+          key: entry.key,
+          contended: entry.count,
+          waiters: this.waiters.count(entry.key),
+          ...(holder ? { holderSessionId: holder.sessionId, holderOwner: holder.owner } : {}),
+        };
+      }),
+    };
+  }
+
+  waitGraph(): WaitGraph {
+    const items = this.waiters.snapshot();
+    return { scope: 'instance', items, cycles: findCycles(items) };
+  }
+
+  /** This instance's recent events of `key` and the store's audit entries about it, both newest first. */
+  async keyHistory(key: string, limit: number): Promise<{ key: string; items: LockHistoryEvent[]; audit: AuditEntry[] }> {
+    const audit = await this.store.listAudit({ target: key, limit });
+    return { key, items: this.history.forKey(key, limit), audit: audit.items };
+  }
+
+  /**
+   * A1 with sort=age: the `limit` oldest live grants, oldest first. The SPI lists
+   * by key only, so this walks every held lock keeping the oldest `limit`
+   * (O(held locks) store reads, O(limit) memory); identical asks within
+   * OLDEST_REUSE_MILLIS share one scan. Waiter counts are always current.
+   */
+  async oldestLocks(limit: number, prefix?: string): Promise<LockInfo[]> {
+    const ask = JSON.stringify([limit, prefix ?? '']);
+    const now = this.now();
+    let entry = this.oldestScans.get(ask);
+    if (!entry || now - entry.startedAt >= OLDEST_REUSE_MILLIS) {
+      for (const [other, old] of this.oldestScans) if (now - old.startedAt >= OLDEST_REUSE_MILLIS) this.oldestScans.delete(other);
+      const fresh = { startedAt: now, scan: this.scanOldest(limit, prefix) };
+      this.oldestScans.set(ask, fresh);
+      // A failed scan is not reused.
+      fresh.scan.catch(() => {
+        if (this.oldestScans.get(ask) === fresh) this.oldestScans.delete(ask);
+      });
+      entry = fresh;
+    }
+    const oldest = await entry.scan;
+    return oldest.map((lock) => ({
+      key: lock.key,
+      held: true,
+      sessionId: lock.sessionId,
+      owner: lock.owner,
+      fencingToken: lock.fencingToken,
+      grantedAt: lock.grantedAt,
+      expiresAt: lock.expiresAt,
+      waiterCount: this.waiters.count(lock.key),
+    }));
+  }
+
+  private async scanOldest(limit: number, prefix?: string): Promise<HeldLock[]> {
+    const oldest: HeldLock[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.store.listLocks({ limit: OLDEST_SCAN_PAGE, ...(prefix ? { prefix } : {}), ...(cursor ? { cursor } : {}) });
+      for (const lock of page.items) {
+        if (oldest.length === limit && !olderThan(lock, oldest[limit - 1]!)) continue;
+        const at = oldest.findIndex((other) => olderThan(lock, other));
+        oldest.splice(at === -1 ? oldest.length : at, 0, lock);
+        if (oldest.length > limit) oldest.pop();
+      }
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+    return oldest;
+  }
+}
+
+/** Older grant first; equal instants by key, so the order is stable across pages. */
+function olderThan(a: HeldLock, b: HeldLock): boolean {
+  return a.grantedAt < b.grantedAt || (a.grantedAt === b.grantedAt && a.key < b.key);
+}
+
+export type { LockHistoryEvent };

@@ -1,0 +1,34 @@
+/**
+ * Admin routes for operator insight (issue 14), all viewer role: A7 most contended
+ * keys, the per-key recent history, and the wait-for graph. Registered by
+ * buildHttpServer, so the same auth hook, validation and error exit apply.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { LockInsight } from '../core/insight.js';
+import { ValidationFailedError } from '../errors.js';
+import * as schemas from './schemas.js';
+import { decodeKeySegment, parseLimit } from './validation.js';
+
+export const CONTENTION_LIMIT = { fallback: 10, max: 100 } as const;
+export const HISTORY_LIMIT = { fallback: 100, max: 500 } as const;
+
+export function registerInsightRoutes(app: FastifyInstance, insight: LockInsight): void {
+  app.get('/v1/admin/contention', { schema: { querystring: schemas.contentionQuery }, config: { role: 'viewer' } }, async (request) => {
+    const q = request.query as { limit?: string };
+    return insight.topContended(parseLimit(q.limit, CONTENTION_LIMIT.fallback, CONTENTION_LIMIT.max));
+  });
+
+  app.get('/v1/admin/locks/:key/history', { schema: { querystring: schemas.historyQuery }, config: { role: 'viewer' } }, async (request) => {
+    const q = request.query as { limit?: string };
+    return insight.keyHistory(historyKeyOf(request), parseLimit(q.limit, HISTORY_LIMIT.fallback, HISTORY_LIMIT.max));
+  });
+
+  app.get('/v1/admin/waits', { schema: { querystring: schemas.noQuery }, config: { role: 'viewer' } }, async () => insight.waitGraph());
+}
+
+/** The key from the raw path (the router's decoding would split an encoded `/`). */
+function historyKeyOf(request: FastifyRequest): string {
+  const raw = /^\/v1\/admin\/locks\/([^/?#]+)\/history/.exec(request.url)?.[1];
+  if (raw === undefined) throw new ValidationFailedError('lock key missing from the path');
+  return decodeKeySegment(raw);
+}

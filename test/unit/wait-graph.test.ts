@@ -1,0 +1,42 @@
+import { expect, test } from 'vitest';
+import { findCycles } from '../../lock/core/wait-graph.js';
+import { WaiterRegistry } from '../../lock/core/waiters.js';
+
+test('a chain has no cycle; closing it makes one with every session in it', () => {
+  const chain = [
+    { waiterSessionId: 'A', key: 'k1', holderSessionId: 'B' },
+    { waiterSessionId: 'B', key: 'k2', holderSessionId: 'C' },
+  ];
+  expect(findCycles(chain)).toEqual([]);
+  expect(findCycles([...chain, { waiterSessionId: 'C', key: 'k3', holderSessionId: 'A' }])).toEqual([['A', 'B', 'C']]);
+});
+
+test('separate cycles are reported apart; unknown holders are not edges', () => {
+  const waits = [
+    { waiterSessionId: 'B', key: 'x', holderSessionId: 'A' },
+    { waiterSessionId: 'A', key: 'y', holderSessionId: 'B' },
+    { waiterSessionId: 'D', key: 'z', holderSessionId: 'C' },
+    { waiterSessionId: 'C', key: 'w', holderSessionId: 'D' },
+    { waiterSessionId: 'E', key: 'v', holderSessionId: null },
+    { waiterSessionId: 'F', key: 'u', holderSessionId: 'F' },
+  ];
+  expect(findCycles(waits)).toEqual([['A', 'B'], ['C', 'D'], ['F']]);
+});
+
+test('the registry lists its waits and agrees with its own cycle count', () => {
+  const registry = new WaiterRegistry();
+  registry.register('b', 'A', 'B');
+  const w = registry.register('a', 'B', 'A');
+  registry.register('c', 'C', null);
+  expect(registry.snapshot()).toEqual(
+    expect.arrayContaining([
+      { waiterSessionId: 'A', key: 'b', holderSessionId: 'B' },
+      { waiterSessionId: 'B', key: 'a', holderSessionId: 'A' },
+      { waiterSessionId: 'C', key: 'c', holderSessionId: null },
+    ]),
+  );
+  expect(findCycles(registry.snapshot()).length).toBe(registry.deadlockCycles());
+  registry.unregister(w);
+  expect(registry.snapshot()).toHaveLength(2);
+  expect(findCycles(registry.snapshot())).toEqual([]);
+});
