@@ -199,7 +199,7 @@ describe('holdfast CLI for on-call', () => {
       return result.stdout.trim();
     };
     expect(complete('holdfast lo')).toBe('lock locks');
-    expect(complete('holdfast locks ')).toBe('ls show');
+    expect(complete('holdfast locks ')).toBe('ls show top');
     expect(complete('holdfast locks ls --sort ')).toBe('age waiters key');
     expect(complete('holdfast -o ')).toBe('table wide json');
     expect(complete('holdfast audit --ac')).toBe('--actor --action');
