@@ -91,6 +91,18 @@ describe('holdfast lock', () => {
     expect(result.stderr).toContain(`jobs/revoked (fencing token ${held.fencingToken}) was lost`);
   });
 
+  test('a CMD that ignores SIGTERM after the lock is lost gets SIGKILL after --grace; still exit 4', async () => {
+    const log = path.join(dir, 'stubborn.log');
+    const job = `trap 'echo "ignored TERM" >> ${log}' TERM; echo started >> ${log}; while :; do sleep 0.05; done`;
+    const run = startCli(server, ['lock', 'jobs/stubborn', '--ttl', '3000', '--grace', '300', '--', 'sh', '-c', job]);
+    await eventually(async () => lines(log).includes('started'), 30_000);
+    expect((await api.admin(server.operatorToken).revoke('jobs/stubborn', { reason: 'test: stubborn job' })).body.outcome).toBe('REVOKED');
+    const result = await run.done;
+    expect(result.code).toBe(4);
+    expect(lines(log)).toEqual(['started', 'ignored TERM']);
+    expect(result.stderr).toMatch(/SIGTERM, SIGKILL in 300 ms/);
+  });
+
   test('SIGTERM to holdfast goes to CMD; the lock is released and the session closed after CMD exits', async () => {
     const log = path.join(dir, 'forwarded.log');
     const job = `trap 'echo "got TERM" >> ${log}; exit 5' TERM; echo started >> ${log}; while :; do sleep 0.05; done`;
