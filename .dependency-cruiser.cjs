@@ -22,15 +22,13 @@
  * when it is empty.
  */
 const TEMPORARY_LOCK_TO_EXPORTER = [
-  { from: '^lock/core/lock-service\\.ts$', to: '^exporter/(events|server-metrics)\\.ts$' },
-  { from: '^lock/core/insight\\.ts$', to: '^exporter/server-metrics\\.ts$' },
   {
     from: '^lock/http/server\\.ts$',
     to: '^exporter/(events|outcomes|request-telemetry|server-metrics|trace-context)\\.ts$',
   },
   {
     from: '^lock/holdfast-server\\.ts$',
-    to: '^exporter/(events|instrumented-store|render-metrics|server-metrics|store-gauges)\\.ts$',
+    to: '^exporter/(events|instrumented-store|lock-telemetry|render-metrics|server-metrics|store-gauges)\\.ts$',
   },
 ];
 

@@ -39,7 +39,9 @@ import {
   type PathName,
 } from './lib/report.js';
 import { runLoad } from './lib/run-load.js';
-import { startEmbeddedServer, startPostgresServer, type BenchServer } from './lib/servers.js';
+import { startEmbeddedServer, startEtcdServer, startPostgresServer, type BenchServer } from './lib/servers.js';
+import { startEtcd } from '../test/support/etcd.js';
+import { percentile } from './lib/stats.js';
 import { summarise } from './lib/stats.js';
 
 function positiveNumber(name: string, fallback: number, allowZero = false): number {
@@ -62,14 +64,23 @@ const WAIT_MILLIS = positiveNumber('BENCH_WAIT_MILLIS', 5000);
 const HTTP_CLIENT = (process.env.BENCH_HTTP_CLIENT ?? 'lean') as HttpClientKind;
 if (HTTP_CLIENT !== 'lean' && HTTP_CLIENT !== 'node') throw new Error(`BENCH_HTTP_CLIENT must be lean or node, got ${HTTP_CLIENT}`);
 const DIAGNOSTICS = process.env.BENCH_DIAGNOSTICS !== '0';
+const HANDOFF_WAITERS = positiveNumber('BENCH_HANDOFF_WAITERS', 8, true);
+const HANDOFF_HOLD_MILLIS = positiveNumber('BENCH_HANDOFF_HOLD_MS', 20, true);
+const HANDOFF_REJOIN_MILLIS = positiveNumber('BENCH_HANDOFF_REJOIN_MS', 20, true);
+const HANDOFF_BACKGROUND = positiveNumber('BENCH_HANDOFF_BACKGROUND_CYCLES', 200, true);
+const ETCD_CONCURRENCIES = (process.env.BENCH_ETCD_CONCURRENCY ?? '16,64').split(',').filter((c) => c.trim() !== '').map(Number);
 
 const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));
 const loadAverage = () => os.loadavg().map((v) => Number(v.toFixed(2))) as [number, number, number];
 
 let cellCount = 0;
 
+/** The per-acquire waits of the last handoff cell (its latencies are the handoffs). */
+let lastWaits: number[] | undefined;
+
 async function measure(path: PathName, concurrency: number, task: LoadTask, postmasterPid: number | null): Promise<CellResult> {
   const result = await runLoad(task, postmasterPid);
+  lastWaits = result.waitsMillis;
   const summary = summarise(result.latenciesMillis, task.seconds);
   const cell: CellResult = {
     path,
@@ -123,6 +134,8 @@ async function main(): Promise<void> {
 
   const uncontended: CellResult[] = [];
   const contended: CellResult[] = [];
+  const handoff: (CellResult & { maxWaitMillis: number; medianWaitMillis: number })[] = [];
+  const etcdCells: CellResult[] = [];
   try {
     const rawDatabase = await postgres.createDatabase();
     await createRawSchema(rawDatabase);
@@ -138,7 +151,7 @@ async function main(): Promise<void> {
         const own: KeyPattern = { kind: 'own' };
         uncontended.push(
           await withServer(
-            async () => startPostgresServer(await postgres.createDatabase(), c),
+            async () => startPostgresServer(await postgres.createDatabase()),
             (server) => measure('http-postgres', c, task(c, { target: 'http', url: server.url, keys: own, client: HTTP_CLIENT }), postmasterPid),
           ),
         );
@@ -152,7 +165,7 @@ async function main(): Promise<void> {
         for (const c of contendedConcurrencies) {
           contended.push(
             await withServer(
-              async () => startPostgresServer(await postgres.createDatabase(), c),
+              async () => startPostgresServer(await postgres.createDatabase()),
               (server) => measure('http-postgres', c, task(c, { target: 'http', url: server.url, keys: hot, client: HTTP_CLIENT }), postmasterPid),
             ),
           );
@@ -160,8 +173,51 @@ async function main(): Promise<void> {
         }
       }
     });
+
+    if (HANDOFF_WAITERS > 0) {
+      console.log(
+        `\nHot-key handoff on PostgreSQL through HTTP: ${HANDOFF_WAITERS} waiters on one key, hold ${HANDOFF_HOLD_MILLIS} ms, rejoin after ${HANDOFF_REJOIN_MILLIS} ms, ${HANDOFF_BACKGROUND} raw background cycles/s.`,
+      );
+      await withServer(
+        async () => startPostgresServer(await postgres.createDatabase()),
+        async (server) => {
+          const handoffTask = task(HANDOFF_WAITERS, {
+            target: 'handoff',
+            url: server.url,
+            holdMillis: HANDOFF_HOLD_MILLIS,
+            rejoinMillis: HANDOFF_REJOIN_MILLIS,
+            waitMillis: WAIT_MILLIS,
+            ...(HANDOFF_BACKGROUND > 0 ? { background: { databaseUrl: rawDatabase, cyclesPerSecond: HANDOFF_BACKGROUND } } : {}),
+          });
+          const cell = await measure('handoff-postgres', HANDOFF_WAITERS, handoffTask, postmasterPid);
+          const waits = [...(lastWaits ?? [])].sort((a, b) => a - b);
+          const medianWaitMillis = percentile(waits, 50);
+          const maxWaitMillis = waits.at(-1) ?? Number.NaN;
+          console.log(`  waits: median ${medianWaitMillis.toFixed(1)} ms, max ${maxWaitMillis.toFixed(1)} ms (${(maxWaitMillis / medianWaitMillis).toFixed(1)}× the median)`);
+          handoff.push({ ...cell, medianWaitMillis, maxWaitMillis });
+        },
+      );
+    }
   } finally {
     await postgres.stop();
+  }
+
+  if (ETCD_CONCURRENCIES.length > 0) {
+    console.log(`\netcd: Holdfast over HTTP on the etcd store vs etcd3's client.lock(), same etcd, each worker its own key.`);
+    const etcd = await startEtcd();
+    try {
+      for (const c of ETCD_CONCURRENCIES) {
+        etcdCells.push(
+          await withServer(
+            () => startEtcdServer(etcd.endpoints),
+            (server) => measure('http-etcd', c, task(c, { target: 'http', url: server.url, keys: { kind: 'own' }, client: HTTP_CLIENT }), null),
+          ),
+        );
+        etcdCells.push(await measure('etcd-client-lock', c, task(c, { target: 'etcd-lock', endpoints: etcd.endpoints }), null));
+      }
+    } finally {
+      await etcd.stop();
+    }
   }
 
   const loadAtEnd = loadAverage();
@@ -177,6 +233,21 @@ async function main(): Promise<void> {
         ]
       : []),
   ];
+  if (handoff.length > 0) {
+    sections.push(
+      `### Hot-key handoff — PostgreSQL through HTTP, ${HANDOFF_WAITERS} waiters on one key, hold ${HANDOFF_HOLD_MILLIS} ms, rejoin ${HANDOFF_REJOIN_MILLIS} ms, ${HANDOFF_BACKGROUND} raw background cycles/s (latency = release sent → next grant)\n\n` +
+        `${cellTable(handoff)}\n\n` +
+        handoff.map((h) => `Waits (acquire sent → granted): median ${h.medianWaitMillis.toFixed(1)} ms, max ${h.maxWaitMillis.toFixed(1)} ms = ${(h.maxWaitMillis / h.medianWaitMillis).toFixed(1)}× the median.`).join('\n'),
+    );
+  }
+  if (etcdCells.length > 0) {
+    const ratioLines = ETCD_CONCURRENCIES.map((c) => {
+      const ours = etcdCells.find((e) => e.path === 'http-etcd' && e.concurrency === c);
+      const recipe = etcdCells.find((e) => e.path === 'etcd-client-lock' && e.concurrency === c);
+      return ours && recipe ? `c=${c}: Holdfast over HTTP ÷ client.lock() = ${(ours.cyclesPerSecond / recipe.cyclesPerSecond).toFixed(2)}×` : '';
+    });
+    sections.push(`### etcd — Holdfast over HTTP (etcd store) vs etcd3 client.lock(), each worker its own key\n\n${cellTable(etcdCells)}\n\n${ratioLines.join('; ')}`);
+  }
   console.log(`\n${sections.join('\n\n')}\n`);
   console.log(`load average at end (1/5/15 min): ${loadAtEnd.join(' / ')}`);
 
@@ -201,6 +272,8 @@ async function main(): Promise<void> {
     uncontended,
     ratios: ratioRows,
     contended,
+    handoff,
+    etcd: etcdCells,
   });
 
   writeMarkdownSection(
@@ -214,7 +287,7 @@ async function main(): Promise<void> {
       `Machine: ${cpus.length} × ${cpus[0]?.model ?? 'unknown CPU'}, node ${process.version}; PostgreSQL ${version}, throwaway cluster, fsync=${fsync}.`,
       `**Load average (1/5/15 min): ${loadAtStart.join(' / ')} at start, ${loadAtEnd.join(' / ')} at end** — on ${cpus.length} cores shared with other engineers' test runs; cycles/s are depressed and noisy by that much. CPU ms per cycle are steadier than cycles/s but also rise on a busy machine (cache and scheduler effects), so compare rows of one run, not runs. *server thread* = this process's main thread (the Holdfast server; on the embedded store also PGlite, which runs on it); *load worker + other* = the load generator's worker thread plus GC/libuv helper threads (on raw and store cells the whole client side runs there: the \`pg\` pool, the batcher, the store); *postgres* = postmaster and all backends.`,
       '',
-      `HTTP client: ${HTTP_CLIENT === 'lean' ? 'a minimal keep-alive HTTP/1.1 client, one socket per worker (bench/lib/lean-http.ts), so the load generator takes as little of the 2 cores as it can' : 'node:http with a keep-alive agent, one socket per worker'}. Raw and HTTP-postgres use the same PostgreSQL cluster (separate databases); each HTTP-postgres cell gets a fresh Holdfast server with HOLDFAST_PG_POOL_SIZE = c; the raw pool has c connections. *raw-coalesced* and *store-postgres* are diagnostic rows: the raw work through the multi-row batching prototype, and Holdfast's SQL store called directly without HTTP (see the design note below).`,
+      `HTTP client: ${HTTP_CLIENT === 'lean' ? 'a minimal keep-alive HTTP/1.1 client, one socket per worker (bench/lib/lean-http.ts), so the load generator takes as little of the 2 cores as it can' : 'node:http with a keep-alive agent, one socket per worker'}. Raw and HTTP-postgres use the same PostgreSQL cluster (separate databases); each HTTP-postgres cell gets a fresh Holdfast server with the default settings (HOLDFAST_PG_POOL_SIZE default); the raw pool has c connections. *raw-coalesced* and *store-postgres* are diagnostic rows: the raw work through the multi-row batching prototype, and Holdfast's SQL store called directly without HTTP (see the design note below).`,
       '',
       ...sections.flatMap((s) => [s, '']),
     ].join('\n'),

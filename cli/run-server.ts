@@ -3,12 +3,18 @@
  * Tracing starts first (when the OTEL_* environment asks for it) so every span
  * the server makes has a provider, and is flushed after the server has stopped.
  */
+import path from 'node:path';
 import { loadConfig } from '../lock/config.js';
-import { startHoldfastServer } from '../lock/holdfast-server.js';
-import { startTracing, tracingWanted, type Tracing } from '../exporter/tracing.js';
+import { lockDataDir } from '../lock/store/sql/data-dir-lock.js';
+import type { Tracing } from '../exporter/tracing.js';
 
 export async function runServer(): Promise<void> {
   const config = loadConfig();
+  // One server per embedded data directory: refuse a second one before loading the rest of
+  // the server (the store takes the same, already-held lock again when it opens the directory).
+  const dataDirLock = config.HOLDFAST_STORE === 'embedded' ? await lockDataDir(path.resolve(config.HOLDFAST_DATA_DIR)) : null;
+  const { startTracing, tracingWanted } = await import('../exporter/tracing.js');
+  const { startHoldfastServer } = await import('../lock/holdfast-server.js');
   const wanted = tracingWanted(process.env);
   const tracing: Tracing | null = wanted.enabled ? startTracing() : null;
   process.stderr.write(`holdfast: tracing ${wanted.enabled ? 'on' : 'off'} (${wanted.reason})\n`);
@@ -25,6 +31,7 @@ export async function runServer(): Promise<void> {
     server
       .stop()
       .then(() => tracing?.shutdown())
+      .then(() => dataDirLock?.release())
       // pino writes asynchronously: flush, or process.exit can drop the last event lines.
       .then(() => new Promise<void>((resolve) => server.events.logger.flush(() => resolve())))
       .then(() => process.exit(0))

@@ -6,3 +6,4 @@
 export * from './records.js';
 export * from './errors.js';
 export * from './metric-table.js';
+export * from './lock-events.js';

@@ -84,6 +84,7 @@ export const STORE_OPS = [
   'ping',
 ] as const;
 export const STORE_OUTCOMES = ['ok', 'not_leader', 'error'] as const;
+export const HEARTBEAT_OUTCOMES = ['alive', 'session_not_found', 'unauthenticated', 'not_leader', 'error'] as const;
 export const CLIENT_ATTEMPT_OUTCOMES = ['granted', 'not_granted', 'error'] as const;
 export const HOLD_OUTCOMES = ['released', 'expired', 'revoked', 'session_ended'] as const;
 
@@ -95,6 +96,7 @@ export type ContentionReason = (typeof CONTENTION_REASONS)[number];
 export type ForceRevokeOutcome = (typeof FORCE_REVOKE_OUTCOMES)[number];
 export type StoreOp = (typeof STORE_OPS)[number];
 export type StoreOutcome = (typeof STORE_OUTCOMES)[number];
+export type HeartbeatOutcome = (typeof HEARTBEAT_OUTCOMES)[number];
 export type ClientAttemptOutcome = (typeof CLIENT_ATTEMPT_OUTCOMES)[number];
 export type HoldOutcome = (typeof HOLD_OUTCOMES)[number];
 
@@ -187,7 +189,7 @@ export const METRICS = {
   lockDeadlockCycles: {
     name: 'lock_deadlock_cycles',
     type: 'gauge',
-    help: 'Cycles in the wait-for graph of sessions waiting on this server instance.',
+    help: 'Cycles in the wait-for graph of waiting sessions: fleet-wide on the SQL stores (every instance reports the same figure), this instance\'s on etcd.',
     unit: 'cycles',
     labels: backend,
     emitter: 'server',
@@ -224,6 +226,14 @@ export const METRICS = {
     unit: 'info',
     labels: { version: [], node_version: [] },
     buildLabels: ['version', 'node_version'],
+    emitter: 'server',
+  },
+  lockHeartbeatTotal: {
+    name: 'lock_heartbeat_total',
+    type: 'counter',
+    help: 'Session heartbeats answered, by outcome (counted instead of logged one line each).',
+    unit: 'requests',
+    labels: { ...backend, outcome: HEARTBEAT_OUTCOMES },
     emitter: 'server',
   },
   lockStoreSeconds: {

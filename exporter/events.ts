@@ -6,6 +6,7 @@
 import { isSpanContextValid, trace, type SpanContext } from '@opentelemetry/api';
 import { pino, type DestinationStream, type Logger } from 'pino';
 import type { BackendName } from '../contract/records.js';
+import type { EventContext } from '../contract/lock-events.js';
 
 export interface EventFields {
   lock_granted: { key: string; sessionId: string; owner: string; fencingToken: string; ttlMillis: number; waitedMillis: number };
@@ -19,6 +20,8 @@ export interface EventFields {
   /** `auditHeadHash`: the chain head after this entry, so an external log holds it too. */
   session_killed: { sessionId: string; actor: string; reason: string; outcome: string; auditId: string; auditHeadHash: string };
   wait_fallback: { key: string; cause: string };
+  /** A wait-for cycle broken by answering its youngest wait (`victimSessionId` on `key`) 409 DEADLOCK_DETECTED. */
+  deadlock_detected: { sessions: string[]; keys: string[]; victimSessionId: string; key: string };
   /** Operational events beyond the brief's table (C4 lists them). */
   server_started: { port: number; store: BackendName };
   server_stopping: { signal: string };
@@ -39,21 +42,14 @@ export const EVENT_LEVELS: Record<EventName, 'info' | 'warn' | 'error' | 'debug'
   lock_force_revoked: 'warn',
   session_killed: 'warn',
   wait_fallback: 'warn',
+  deadlock_detected: 'warn',
   server_started: 'info',
   server_stopping: 'info',
   request_failed: 'error',
   sweep_failed: 'error',
 };
 
-export interface EventContext {
-  requestId: string;
-  /**
-   * The span this event belongs to: the server span of an L4/L5/L6 request, or
-   * the caller's span from its `traceparent`. Passed explicitly because events
-   * must carry it even when no OpenTelemetry SDK (and so no context manager) runs.
-   */
-  trace?: SpanContext;
-}
+export type { EventContext } from '../contract/lock-events.js';
 
 export interface EventLog {
   emit<E extends EventName>(event: E, ctx: EventContext, fields: EventFields[E]): void;

@@ -31,7 +31,9 @@ export function outcomeOf(route: MeasuredRoute, status: number, code: string | u
 
 function acquireFailure(code: string | undefined): AcquireOutcome {
   switch (code) {
+    // A deadlock victim lost to other sessions' waits: a correct answer, like contention.
     case 'LOCK_CONTENDED':
+    case 'DEADLOCK_DETECTED':
       return 'contended';
     case 'CONTENTION_EXCEEDED':
       return 'contention_exceeded';

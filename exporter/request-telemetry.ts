@@ -6,6 +6,7 @@
  * HTTP-framework free: the HTTP layer passes headers in and the answer out.
  */
 import {
+  INVALID_SPAN_CONTEXT,
   SpanKind,
   SpanStatusCode,
   TraceFlags,
@@ -18,7 +19,7 @@ import {
 import { outcomeOf, SUCCESS_OUTCOME, type MeasuredOutcome, type MeasuredRoute } from './outcomes.js';
 import type { AcquireOutcome, ReleaseOutcome, RenewOutcome } from '../contract/metric-table.js';
 import type { ExemplarLabels, ServerMetrics } from './server-metrics.js';
-import { extractCallerContext, type Headers } from './trace-context.js';
+import { extractCallerContext, tracingActive, type Headers } from './trace-context.js';
 
 export const SERVER_TRACER = 'holdfast-server';
 
@@ -34,8 +35,8 @@ export interface Answer {
 
 export interface MeasuredRequest {
   readonly route: MeasuredRoute;
-  /** Run the handler in this context so store calls become child spans. */
-  readonly context: Context;
+  /** Run the handler in this context so store calls become child spans; null while tracing is off. */
+  readonly context: Context | null;
   /** For the request's log events (EventContext.trace). */
   readonly spanContext: SpanContext;
   /** The grant's (or the request's) fencing token, as `lock.fencing_token`. */
@@ -48,6 +49,7 @@ export interface MeasuredRequest {
 
 export function beginMeasuredRequest(route: MeasuredRoute, headers: Headers, metrics: ServerMetrics): MeasuredRequest {
   const parent = extractCallerContext(headers);
+  if (!tracingActive()) return untracedRequest(route, trace.getSpanContext(parent) ?? INVALID_SPAN_CONTEXT, metrics);
   const span = trace
     .getTracer(SERVER_TRACER)
     .startSpan(`lock.${route}`, { kind: SpanKind.SERVER, attributes: { 'lock.backend': metrics.backend } }, parent);
@@ -73,6 +75,30 @@ export function beginMeasuredRequest(route: MeasuredRoute, headers: Headers, met
       if (finished) return;
       finished = true;
       endSpan(span, ABORTED, true);
+    },
+  };
+}
+
+/**
+ * Tracing off: no span and no context switch, only the metric. The log lines and the
+ * exemplar still name the caller's span (what a no-op span would have carried).
+ */
+function untracedRequest(route: MeasuredRoute, spanContext: SpanContext, metrics: ServerMetrics): MeasuredRequest {
+  let finished = false;
+  return {
+    route,
+    context: null,
+    spanContext,
+    fencingToken() {},
+    answered({ status, code, seconds }) {
+      if (finished) return null;
+      finished = true;
+      const outcome = outcomeOf(route, status, code);
+      record(metrics, route, outcome, seconds, exemplarOf(spanContext));
+      return outcome;
+    },
+    abandoned() {
+      finished = true;
     },
   };
 }

@@ -4,7 +4,27 @@
  * is none, so `traceparent` is read directly: the server's logs and exemplars
  * then still name the caller's trace (the SDK's `lock.acquire` span).
  */
-import { ROOT_CONTEXT, isSpanContextValid, propagation, trace, type Context, type SpanContext } from '@opentelemetry/api';
+import {
+  ProxyTracerProvider,
+  ROOT_CONTEXT,
+  isSpanContextValid,
+  propagation,
+  trace,
+  type Context,
+  type SpanContext,
+} from '@opentelemetry/api';
+
+/** The no-op provider the API answers with while no SDK is registered. */
+const NO_TRACING = new ProxyTracerProvider().getDelegate();
+
+/**
+ * Whether a tracer provider is registered (exporter/tracing.ts, or a test's). When none is,
+ * spans are no-ops and the hot path skips creating them and switching contexts.
+ */
+export function tracingActive(): boolean {
+  const provider = trace.getTracerProvider();
+  return !(provider instanceof ProxyTracerProvider && provider.getDelegate() === NO_TRACING);
+}
 
 export type Headers = Record<string, string | string[] | undefined>;
 

@@ -74,6 +74,22 @@ export class LockLostError extends HoldfastError {
   }
 }
 
+/** This wait closed a cycle of waits and was the youngest in it; the session keeps what it holds. */
+export class DeadlockDetectedError extends HoldfastError {
+  readonly status = 409;
+  readonly code = 'DEADLOCK_DETECTED' as const;
+  readonly retryable = false;
+  constructor(
+    key: string,
+    readonly cycle: { sessions: string[]; keys: string[] },
+  ) {
+    super(
+      `waiting for ${JSON.stringify(key)} closed a cycle of waits (sessions ${cycle.sessions.join(' → ')}); ` +
+        'give back what this session holds, then retry',
+    );
+  }
+}
+
 export class ContentionExceededError extends HoldfastError {
   readonly status = 429;
   readonly code = 'CONTENTION_EXCEEDED' as const;

@@ -2,11 +2,14 @@
  * Assembles one Holdfast server: store → instrumentation → core → HTTP, plus
  * the sweeper and graceful shutdown. Used by `holdfast server` and by tests.
  */
+import { setMaxListeners } from 'node:events';
 import type { DestinationStream } from 'pino';
 import { AdminTokens } from './admin-tokens.js';
 import { loadAuditSealer } from './audit/audit-key.js';
 import type { ServerConfig } from './config.js';
 import type { Clock } from './core/clock.js';
+import { ActivityWindow } from './core/activity-window.js';
+import { systemClock } from './core/clock.js';
 import { LockService } from './core/lock-service.js';
 import { NotLeaderError } from './errors.js';
 import { buildHttpServer } from './http/server.js';
@@ -14,6 +17,7 @@ import { openStore } from './store/open-store.js';
 import type { LockStore } from './store/spi.js';
 import { createEventLog, type EventLog } from '../exporter/events.js';
 import { instrumentStore } from '../exporter/instrumented-store.js';
+import { createLockTelemetry } from '../exporter/lock-telemetry.js';
 import { renderMetrics } from '../exporter/render-metrics.js';
 import { createServerMetrics, type ServerMetrics } from '../exporter/server-metrics.js';
 import { refreshStoreGauges } from '../exporter/store-gauges.js';
@@ -49,8 +53,12 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
   metrics.setGaugeSource('lockHeld', async () => (await storeGauges.latest()).heldLocks);
   metrics.setGaugeSource('lockSessionsActive', async () => (await storeGauges.latest()).activeSessions);
   metrics.setGaugeSource('lockOldestHeldSeconds', async () => (await storeGauges.latest()).oldestHeldMillis / 1000);
+  metrics.setGaugeSource('lockSweepLagSeconds', async () => ((await storeGauges.latest()).sweepLagMillis ?? 0) / 1000);
 
-  const service = new LockService(store, metrics, events, {
+  const clock = options.clock;
+  const activity = new ActivityWindow(() => (clock ?? systemClock).now());
+  const service = new LockService(store, createLockTelemetry({ metrics, log: events, activity }), {
+    activity,
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.random ? { random: options.random } : {}),
     auditSealer,
@@ -63,6 +71,14 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
     },
   });
 
+  // lock_waiters stays per instance on every backend (summed across instances in PromQL, so it is the
+  // fleet total there); L7, A1 and A5 read the store's fleet-wide count. Cycles: the fleet-wide graph
+  // where the store keeps wait state (lock/core/fleet.ts), else this instance's.
+  metrics.setGaugeSource('lockWaiters', () => service.waiters.total());
+  metrics.setGaugeSource('lockDeadlockCycles', () => service.deadlockCycles());
+  // Release feed and fleet registry before the first request: waits wake on releases from any instance.
+  await service.start();
+
   let localTokenFile: string | undefined;
   let tokensFile = config.HOLDFAST_ADMIN_TOKENS_FILE;
   if (!tokensFile && rawStore.backend === 'embedded') {
@@ -72,6 +88,8 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
   const tokens = tokensFile ? await AdminTokens.fromFile(tokensFile) : new AdminTokens([]);
 
   const shutdown = new AbortController();
+  // Every in-flight acquire listens for shutdown: hundreds of listeners are expected, not a leak.
+  setMaxListeners(0, shutdown.signal);
   const app = buildHttpServer({
     service,
     tokens,
@@ -103,6 +121,7 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
         await app.close();
         storeGauges.stop();
         await sweeper.stop();
+        await service.stop();
         await store.close();
       })();
       return stopping;

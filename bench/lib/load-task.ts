@@ -20,7 +20,23 @@ export type LoadTarget =
   /** The raw backend from a `pg` pool; `coalesce` = the multi-row prototype. */
   | { target: 'raw'; databaseUrl: string; coalesce: boolean }
   /** Holdfast's SQL store called in-thread, no HTTP, no core: the SQL's own cost. */
-  | { target: 'store'; databaseUrl: string };
+  | { target: 'store'; databaseUrl: string }
+  /**
+   * Hot-key handoff through HTTP: `concurrency` waiters on one key, each holding it
+   * `holdMillis`, then pausing `rejoinMillis` before waiting again; a cycle is one handoff,
+   * timed from the holder sending its release to the next waiter's grant. `background`:
+   * unrelated raw writes on the same PostgreSQL meanwhile.
+   */
+  | {
+      target: 'handoff';
+      url: string;
+      holdMillis: number;
+      rejoinMillis: number;
+      waitMillis: number;
+      background?: { databaseUrl: string; cyclesPerSecond: number };
+    }
+  /** etcd3's own lock recipe (`client.lock(key)`: a lease per acquire, revoked on release), one key per worker. */
+  | { target: 'etcd-lock'; endpoints: string[] };
 
 export type LoadTask = LoadTarget & TimingWindow & { concurrency: number; keyPrefix: string };
 
@@ -35,5 +51,7 @@ export type WorkerMessage =
       errors: Record<string, number>;
       /** Coalesced cells: mean rows per statement. */
       meanBatchSize?: number;
+      /** Handoff cells: each acquire's own wait (sent → granted), for the starvation check. */
+      waitsMillis?: number[];
     }
   | { type: 'failed'; message: string };

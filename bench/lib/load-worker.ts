@@ -194,14 +194,112 @@ async function runStore(task: Task<'store'>): Promise<Window> {
   return window;
 }
 
+async function openHttpSessions(url: string, count: number): Promise<{ connections: LeanHttpConnection[]; sessions: { id: string; token: string }[] }> {
+  const connections = await Promise.all(Array.from({ length: count }, () => LeanHttpConnection.open(url)));
+  const sessions = [];
+  for (const [i, connection] of connections.entries()) {
+    const opened = await connection.request('POST', '/v1/sessions', { ttlMillis: SESSION_TTL_MILLIS, owner: `bench-${i}` });
+    if (opened.status !== 201) throw new Error(`opening a session: ${failureOf(opened)}`);
+    const body = opened.body as { sessionId: string; sessionToken: string };
+    sessions.push({ id: body.sessionId, token: body.sessionToken });
+  }
+  return { connections, sessions };
+}
+
+async function runHandoff(task: Task<'handoff'>): Promise<{ window: Window; waits: number[] }> {
+  const { connections, sessions } = await openHttpSessions(task.url, task.concurrency);
+  const background = task.background ? new pg.Pool({ connectionString: task.background.databaseUrl, max: 2 }) : null;
+  const window = new Window(task);
+  const waits: number[] = [];
+  const key = encodeURIComponent(`${task.keyPrefix}handoff`);
+  let releaseSentAt: number | null = null;
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  const backgroundLoop = (async () => {
+    if (!background || !task.background) return;
+    let n = 0;
+    const every = 1000 / task.background.cyclesPerSecond;
+    let next = performance.now();
+    while (window.open) {
+      await rawCycle(background, `${task.keyPrefix}bg-${n++ % 100}`, 'background');
+      next += every;
+      const lag = next - performance.now();
+      if (lag > 0) await sleep(lag);
+    }
+  })();
+  try {
+    await Promise.all(
+      connections.map(async (connection, index) => {
+        const session = sessions[index]!;
+        while (window.open) {
+          const askedAt = performance.now();
+          const acquired = await connection.request('POST', `/v1/locks/${key}/acquire`, { sessionId: session.id, ttlMillis: LOCK_TTL_MILLIS, waitMillis: task.waitMillis }, session.token);
+          const grantedAt = performance.now();
+          if (acquired.status !== 200) {
+            window.error(`acquire ${failureOf(acquired)}`);
+            continue;
+          }
+          if (releaseSentAt !== null && grantedAt >= window.measureFrom && grantedAt <= window.stopAt) {
+            window.latencies.push(grantedAt - releaseSentAt);
+            waits.push(grantedAt - askedAt);
+          }
+          releaseSentAt = null;
+          await sleep(task.holdMillis);
+          const fencingToken = (acquired.body as { fencingToken: string }).fencingToken;
+          releaseSentAt = performance.now();
+          const released = await connection.request('POST', `/v1/locks/${key}/release`, { sessionId: session.id, fencingToken }, session.token);
+          if (released.status !== 200) window.error(`release ${failureOf(released)}`);
+          await sleep(task.rejoinMillis);
+        }
+      }),
+    );
+    await backgroundLoop;
+  } finally {
+    await Promise.all(sessions.map((s, i) => connections[i]!.request('DELETE', `/v1/sessions/${s.id}`, undefined, s.token).catch(() => undefined)));
+    connections.forEach((c) => c.close());
+    await background?.end();
+  }
+  return { window, waits };
+}
+
+async function runEtcdLock(task: Task<'etcd-lock'>): Promise<Window> {
+  const { Etcd3 } = await import('etcd3');
+  const client = new Etcd3({ hosts: task.endpoints });
+  const window = new Window(task);
+  try {
+    await loop(
+      task,
+      window,
+      async (index) => {
+        const lock = client.lock(`/${task.keyPrefix}recipe-${index}`).ttl(30);
+        await lock.acquire();
+        await lock.release();
+        return true;
+      },
+      'etcd lock cycle failed',
+    );
+  } finally {
+    client.close();
+  }
+  return window;
+}
+
 try {
   const task = workerData as LoadTask;
   let window: Window;
   let meanBatchSize: number | undefined;
+  let waitsMillis: number[] | undefined;
   if (task.target === 'http') window = await runHttp(task);
   else if (task.target === 'store') window = await runStore(task);
+  else if (task.target === 'handoff') ({ window, waits: waitsMillis } = await runHandoff(task));
+  else if (task.target === 'etcd-lock') window = await runEtcdLock(task);
   else ({ window, meanBatchSize } = await runRaw(task));
-  send({ type: 'result', latenciesMillis: window.latencies, errors: window.errors, ...(meanBatchSize !== undefined ? { meanBatchSize } : {}) });
+  send({
+    type: 'result',
+    latenciesMillis: window.latencies,
+    errors: window.errors,
+    ...(meanBatchSize !== undefined ? { meanBatchSize } : {}),
+    ...(waitsMillis !== undefined ? { waitsMillis } : {}),
+  });
 } catch (error) {
   send({ type: 'failed', message: error instanceof Error ? (error.stack ?? error.message) : String(error) });
 }

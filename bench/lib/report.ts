@@ -9,7 +9,15 @@ import type { LatencySummary } from './stats.js';
  * store-postgres: Holdfast's SqlLockStore called directly (its SQL, no HTTP, no core).
  * http-postgres / http-embedded: the full product over HTTP.
  */
-export type PathName = 'raw-postgres' | 'raw-coalesced' | 'store-postgres' | 'http-postgres' | 'http-embedded';
+export type PathName =
+  | 'raw-postgres'
+  | 'raw-coalesced'
+  | 'store-postgres'
+  | 'http-postgres'
+  | 'http-embedded'
+  | 'http-etcd'
+  | 'etcd-client-lock'
+  | 'handoff-postgres';
 
 export interface CellResult extends LatencySummary {
   path: PathName;

@@ -10,6 +10,7 @@ export interface LoadResult {
   latenciesMillis: number[];
   errors: Record<string, number>;
   meanBatchSize?: number;
+  waitsMillis?: number[];
   /** CPU ms spent in the measured window; postgres null when no cluster is involved. */
   cpu: { nodeMillis: number; mainThreadMillis: number; postgresMillis: number | null };
 }
@@ -59,6 +60,7 @@ export function runLoad(task: LoadTask, postmasterPid: number | null): Promise<L
               latenciesMillis: message.latenciesMillis,
               errors: message.errors,
               ...(message.meanBatchSize !== undefined ? { meanBatchSize: message.meanBatchSize } : {}),
+              ...(message.waitsMillis !== undefined ? { waitsMillis: message.waitsMillis } : {}),
               cpu: {
                 nodeMillis: to.nodeMillis - from.nodeMillis,
                 mainThreadMillis: to.mainThreadMillis - from.mainThreadMillis,

@@ -39,12 +39,21 @@ async function start(env: Record<string, string>, cleanup: () => void): Promise<
   };
 }
 
-/** The postgres store with a `pg` pool of `poolSize` connections. */
-export function startPostgresServer(databaseUrl: string, poolSize: number): Promise<BenchServer> {
+/** The postgres store; the pool size is the server's default unless `poolSize` is given. */
+export function startPostgresServer(databaseUrl: string, poolSize?: number | string): Promise<BenchServer> {
   return start(
-    { HOLDFAST_STORE: 'postgres', DATABASE_URL: databaseUrl, HOLDFAST_PG_POOL_SIZE: String(poolSize) },
+    {
+      HOLDFAST_STORE: 'postgres',
+      DATABASE_URL: databaseUrl,
+      ...(poolSize !== undefined && poolSize !== '' ? { HOLDFAST_PG_POOL_SIZE: String(poolSize) } : {}),
+    },
     () => {},
   );
+}
+
+/** The etcd store on the given endpoints (its own etcd: the store's namespace is fixed). */
+export function startEtcdServer(endpoints: string[]): Promise<BenchServer> {
+  return start({ HOLDFAST_STORE: 'etcd', ETCD_ENDPOINTS: endpoints.join(',') }, () => {});
 }
 
 /** The embedded store (file-backed PGlite) in a fresh temporary data dir, removed on stop. */

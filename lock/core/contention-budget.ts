@@ -27,8 +27,8 @@ class TokenBucket {
   private updatedAt: number;
 
   constructor(
-    private readonly ratePerSecond: number,
-    private readonly burst: number,
+    private ratePerSecond: number,
+    private burst: number,
     now: number,
   ) {
     this.tokens = burst;
@@ -39,6 +39,14 @@ class TokenBucket {
     this.tokens = Math.min(this.burst, this.tokens + ((now - this.updatedAt) / 1000) * this.ratePerSecond);
     this.updatedAt = now;
     return this.tokens;
+  }
+
+  /** New rate and burst; the tokens on hand are scaled with the burst. */
+  resize(ratePerSecond: number, burst: number, now: number): void {
+    const fill = this.available(now) / this.burst;
+    this.ratePerSecond = ratePerSecond;
+    this.burst = burst;
+    this.tokens = fill * burst;
   }
 
   take(): void {
@@ -61,12 +69,26 @@ export type BudgetVerdict = { ok: true } | { ok: false; scope: 'session' | 'shar
 export class ContentionBudget {
   private readonly shared: TokenBucket;
   private readonly sessions = new Map<string, TokenBucket>();
+  private instances = 1;
 
   constructor(
     private readonly config: ContentionBudgetConfig,
     private readonly clock: Clock,
   ) {
     this.shared = new TokenBucket(config.sharedPerSecond, config.sharedBurst, clock.now());
+  }
+
+  /**
+   * The shared cap is fleet-wide: with `count` live instances on the store (its instance
+   * registry), this instance enforces 1/count of the configured rate and burst. A fleet-wide
+   * bucket in the store would cost a write per contended attempt; the division costs nothing
+   * and errs by at most one heartbeat when instances come and go.
+   */
+  setInstanceCount(count: number): void {
+    const n = Math.max(1, count);
+    if (n === this.instances) return;
+    this.instances = n;
+    this.shared.resize(this.config.sharedPerSecond / n, Math.max(1, this.config.sharedBurst / n), this.clock.now());
   }
 
   /** Is there budget for one more contended attempt? Charges nothing. */

@@ -11,7 +11,7 @@
  */
 import type { AuditEntry, LockGrant, LockInfo } from '../../contract/records.js';
 import type { HoldOutcome } from '../../contract/metric-table.js';
-import type { ServerMetrics } from '../../exporter/server-metrics.js';
+import type { LockEvents } from '../../contract/lock-events.js';
 import type { EndedLock, HeldLock, LockStore } from '../store/spi.js';
 import { ContentionTop, type ContentionTopOptions } from './contention-top.js';
 import { LockHistory, type LockHistoryEvent } from './lock-history.js';
@@ -63,7 +63,7 @@ export class LockInsight {
   constructor(
     private readonly store: LockStore,
     private readonly waiters: WaiterRegistry,
-    private readonly metrics: ServerMetrics,
+    private readonly events: Pick<LockEvents, 'holdEnded'>,
     private readonly now: () => number,
     options: LockInsightOptions = {},
   ) {
@@ -91,7 +91,7 @@ export class LockInsight {
   /** Once per grant that ended: lock_hold_seconds and the history. */
   ended(lock: EndedLock, end: GrantEnd): void {
     const heldMillis = Math.max(0, lock.endedAt - lock.grantedAt);
-    this.metrics.observe('lockHoldSeconds', { outcome: end.outcome }, heldMillis / 1000);
+    this.events.holdEnded({ outcome: end.outcome, seconds: heldMillis / 1000 });
     this.history.record({
       at: lock.endedAt,
       kind: end.outcome === 'session_ended' ? 'session_ended' : end.outcome,

@@ -7,8 +7,10 @@ import { randomBytes } from 'node:crypto';
 import { createAuditSealer, verifyAuditChain, type AuditSealer, type ChainVerification } from '../audit/chain.js';
 import {
   ContentionExceededError,
+  DeadlockDetectedError,
   LockContendedError,
   LockLostError,
+  NotLeaderError,
   SessionNotFoundError,
   UnauthenticatedError,
 } from '../errors.js';
@@ -19,28 +21,32 @@ import type {
   LockInfo,
   LockOutcome,
   Page,
-  SessionEndCause,
   SessionInfo,
 } from '../../contract/records.js';
 import {
+  hasFleetWaitState,
+  hasReleaseFeed,
   hasReleaseWaiter,
   type AuditHead,
   type AuditQuery,
   type EndedSession,
+  type HeartbeatResult,
   type HeldLock,
+  type FleetWaitState,
   type LockStore,
+  type ReleaseFeed,
   type ReleaseWaiter,
   type SessionCredential,
   type SessionRefusal,
   type WaitResult,
 } from '../store/spi.js';
-import type { EventContext, EventLog } from '../../exporter/events.js';
-import type { ServerMetrics } from '../../exporter/server-metrics.js';
+import { LOCK_EXPIRY_CAUSE_OF_SESSION_END, type EventContext, type LockEvents } from '../../contract/lock-events.js';
 import type { WaitOutcome } from '../../contract/metric-table.js';
 import { ActivityWindow } from './activity-window.js';
 import { systemClock, type Clock, type RandomSource } from './clock.js';
 import { hashSessionToken, newSessionToken } from './session-token.js';
 import { ContentionBudget, DEFAULT_CONTENTION_BUDGET, type ContentionBudgetConfig } from './contention-budget.js';
+import { FleetCoordinator, type FleetOptions } from './fleet.js';
 import { WaiterRegistry, type Waiter } from './waiters.js';
 import { LockInsight, type GrantEnd, type LockInsightOptions } from './insight.js';
 
@@ -56,6 +62,17 @@ export interface LockServiceOptions {
   insight?: LockInsightOptions;
   /** The sealer the store seals with: verification checks links with the same key. */
   auditSealer?: AuditSealer;
+  /** Fleet-wide wait state and deadlock checks (stores with FleetWaitState). */
+  fleet?: FleetOptions;
+  /** With a healthy ReleaseFeed, a parked wait still re-tries this often (a missed notification costs at most this). */
+  feedRecheckMillis?: number;
+  /**
+   * What this instance publishes to the fleet with each heartbeat (FleetWaitState.instancePublications),
+   * e.g. its contention top-K summary so A7 can merge every instance's. Must be JSON.
+   */
+  publication?: () => unknown;
+  /** The window the admin summary reads (shared with the telemetry that counts into it). */
+  activity?: ActivityWindow;
 }
 
 export interface SessionView {
@@ -76,6 +93,8 @@ export interface KillOutcome {
 
 /** A floor under every poll delay so a jittered draw near zero cannot become a busy loop. */
 const POLL_FLOOR_MILLIS = 10;
+/** A conservative default: a notification is lost only in a narrow race (see ReleaseFeed in spi.ts). */
+const FEED_RECHECK_MILLIS = 1000;
 
 export class LockService {
   readonly waiters = new WaiterRegistry();
@@ -90,11 +109,19 @@ export class LockService {
   private readonly pollMaxMillis: number;
   private readonly auditSealer: AuditSealer;
   private readonly maxWaitsPerSession: number;
+  private readonly releaseFeed: ReleaseFeed | null;
+  private readonly fleetStore: FleetWaitState | null;
+  /** This instance's part in the fleet (instance registry, deadlock checks), when the store keeps wait state. */
+  readonly fleet: FleetCoordinator | null;
+  private feedUp = false;
+  private feedDownCause = 'release feed not started';
+  private unsubscribeFeed: (() => void) | null = null;
+  private readonly feedRecheckMillis: number;
 
   constructor(
     readonly store: LockStore,
-    private readonly metrics: ServerMetrics,
-    private readonly events: EventLog,
+    /** Every fact, reported once (exporter/lock-telemetry.ts fans it out to metrics, activity and the log). */
+    private readonly events: LockEvents,
     options: LockServiceOptions = {},
   ) {
     this.clock = options.clock ?? systemClock;
@@ -102,14 +129,78 @@ export class LockService {
     this.budget = new ContentionBudget(options.contentionBudget ?? DEFAULT_CONTENTION_BUDGET, this.clock);
     // Detected once, at wiring: core never asks per call what the store can do.
     this.releaseWaiter = hasReleaseWaiter(store) ? store : null;
+    this.releaseFeed = !this.releaseWaiter && hasReleaseFeed(store) ? store : null;
+    this.fleetStore = hasFleetWaitState(store) ? store : null;
+    this.feedRecheckMillis = options.feedRecheckMillis ?? FEED_RECHECK_MILLIS;
     this.pollBaseMillis = options.pollBaseMillis ?? 25;
     this.pollMaxMillis = options.pollMaxMillis ?? 500;
     this.auditSealer = options.auditSealer ?? createAuditSealer();
     this.maxWaitsPerSession = options.maxWaitsPerSession ?? 32;
-    this.activity = new ActivityWindow(() => this.clock.now());
-    this.insight = new LockInsight(store, this.waiters, metrics, () => this.clock.now(), options.insight);
-    metrics.setGaugeSource('lockWaiters', () => this.waiters.total());
-    metrics.setGaugeSource('lockDeadlockCycles', () => this.waiters.deadlockCycles());
+    this.activity = options.activity ?? new ActivityWindow(() => this.clock.now());
+    this.insight = new LockInsight(store, this.waiters, events, () => this.clock.now(), options.insight);
+    this.fleet = hasFleetWaitState(store)
+      ? new FleetCoordinator(
+          store,
+          this.waiters,
+          {
+            liveInstances: (count) => this.budget.setInstanceCount(count),
+            ...(options.publication ? { publication: options.publication } : {}),
+            checkFailed: (error) => this.events.fleetCheckFailed({ message: error.message }),
+          },
+          options.fleet,
+        )
+      : null;
+  }
+
+  /**
+   * Starts what runs beside requests: the release feed (waits wake on releases anywhere in the
+   * fleet) and the fleet coordinator. Without start() waits poll, as on a store without either.
+   */
+  async start(): Promise<void> {
+    if (this.releaseFeed) {
+      this.unsubscribeFeed = await this.releaseFeed.subscribeReleases({
+        released: (keys) => {
+          for (const key of keys) this.waiters.keyReleased(key);
+        },
+        health: (up, cause) => {
+          this.feedUp = up;
+          if (!up) this.feedDownCause = cause;
+          // Down: parked waits switch to polling now. Up again: releases in between were missed.
+          this.waiters.wakeAll();
+        },
+      });
+    }
+    await this.fleet?.start();
+  }
+
+  async stop(): Promise<void> {
+    this.unsubscribeFeed?.();
+    this.unsubscribeFeed = null;
+    this.feedUp = false;
+    await this.fleet?.stop();
+  }
+
+  /**
+   * What every live instance last published (this one included), for fleet-wide views that merge
+   * per-instance summaries (A7). Null when the store keeps no fleet state: the caller uses its own.
+   */
+  async fleetPublications(): Promise<{ instanceId: string; published: unknown }[] | null> {
+    return this.fleetStore ? this.fleetStore.instancePublications() : null;
+  }
+
+  /** False while the release feed is down (waits poll) or when the store has none. */
+  get releaseFeedUp(): boolean {
+    return this.feedUp;
+  }
+
+  /** Waiting acquires: fleet-wide when the store keeps wait state, else on this instance. */
+  async waiterTotal(): Promise<number> {
+    return this.fleetStore ? this.fleetStore.totalWaiters() : this.waiters.total();
+  }
+
+  /** Cycles in the wait-for graph: fleet-wide when the store keeps wait state, else this instance's. */
+  async deadlockCycles(): Promise<number> {
+    return this.fleet ? this.fleet.deadlockCycles() : this.waiters.deadlockCycles();
   }
 
   get backend() {
@@ -126,12 +217,20 @@ export class LockService {
       ttlMillis: input.ttlMillis,
       tokenHash: hashSessionToken(sessionToken),
     });
-    this.events.emit('session_opened', ctx, { sessionId: session.sessionId, owner: session.owner, ttlMillis: session.ttlMillis });
+    this.events.sessionOpened(ctx, { sessionId: session.sessionId, owner: session.owner, ttlMillis: session.ttlMillis });
     return { sessionId: session.sessionId, sessionToken, owner: session.owner, ttlMillis: session.ttlMillis, expiresAt: session.expiresAt };
   }
 
   async heartbeat(credential: SessionCredential): Promise<{ sessionId: string; expiresAt: number }> {
-    const result = await this.store.heartbeat(credential);
+    // A counter, not a log line: heartbeats are the steady load (every session, every few seconds).
+    let result: HeartbeatResult;
+    try {
+      result = await this.store.heartbeat(credential);
+    } catch (error) {
+      this.events.heartbeat({ outcome: error instanceof NotLeaderError ? 'not_leader' : 'error' });
+      throw error;
+    }
+    this.events.heartbeat({ outcome: result.kind });
     if (result.kind !== 'alive') throw refused(result, credential.sessionId);
     return { sessionId: credential.sessionId, expiresAt: result.session.expiresAt };
   }
@@ -146,7 +245,7 @@ export class LockService {
     const { ended, audit } = await this.store.killSession(sessionId, { actor, reason, requestId: ctx.requestId });
     if (ended) this.sessionEnded(ended, ctx, { actor, reason, auditId: audit.id });
     const outcome = ended ? 'KILLED' : 'NOT_FOUND';
-    this.events.emit('session_killed', ctx, { sessionId, actor, reason, outcome, auditId: audit.id, auditHeadHash: audit.hash });
+    this.events.sessionKilled(ctx, { sessionId, actor, reason, outcome, auditId: audit.id, auditHeadHash: audit.hash });
     return { sessionId, outcome, releasedLocks: ended?.releasedLocks.length ?? 0, auditId: audit.id };
   }
 
@@ -165,21 +264,27 @@ export class LockService {
     let locks = 0;
     // The store's clock decides what lapsed. A session lapsing between the two phases keeps
     // its locks in the second (only lapsed lock TTLs go there) until the next pass ends it.
+    // Bounded batches (session order, then key order, in the store) with a turn of the event
+    // loop between them: an expiry storm is many short transactions, and requests are answered
+    // between them instead of after the whole storm.
     for (;;) {
       const ended = await this.store.expireSessions(batch);
       for (const e of ended) this.sessionEnded(e, ctx);
       sessions += ended.length;
       if (ended.length < batch) break;
+      await yieldToRequests();
     }
+    if (this.fleetStore) await this.fleetStore.expireInstances(batch);
     for (;;) {
       const expired = await this.store.expireLocks(batch);
       for (const lock of expired) {
-        this.events.emit('lock_expired', ctx, { key: lock.key, sessionId: lock.sessionId, fencingToken: lock.fencingToken, cause: 'ttl' });
+        this.events.expired(ctx, { key: lock.key, sessionId: lock.sessionId, fencingToken: lock.fencingToken });
         this.insight.ended(lock, { outcome: 'expired', cause: 'ttl' });
         this.waiters.keyReleased(lock.key);
       }
       locks += expired.length;
       if (expired.length < batch) break;
+      await yieldToRequests();
     }
     this.budget.prune();
     return { sessions, locks };
@@ -218,7 +323,7 @@ export class LockService {
     // Registered before the first try, so a release landing between a failed try and the wait still wakes it.
     const waiter = this.waiters.register(req.key, sessionId, null);
     const deadline = startedAt + req.waitMillis;
-    const waitAbort = AbortSignal.any([waiter.sessionEnded.signal, ...(signal ? [signal] : [])]);
+    const waitAbort = AbortSignal.any([waiter.sessionEnded.signal, waiter.deadlockVictim.signal, ...(signal ? [signal] : [])]);
     let usedFallback = false;
     let waited = false;
     let polls = 0;
@@ -232,6 +337,14 @@ export class LockService {
         }
         if (result.kind !== 'held') throw refused(result, sessionId);
         waiter.holderSessionId = result.holder.sessionId;
+        if (this.fleetStore && this.fleet && !waiter.recordedInStore) {
+          // Recorded before waiting, then tried once more: a release that landed between the failed
+          // try and the record announced nothing (the store only announces keys with recorded waits).
+          waiter.recordedInStore = true;
+          waited = true;
+          await this.fleetStore.beginWait({ waitId: waiter.waitId, sessionId, key: req.key, instanceId: this.fleet.instanceId });
+          continue;
+        }
         const remaining = deadline - this.clock.now();
         if (remaining <= 0) {
           if (waited) this.recordWait(usedFallback ? 'fallback' : 'deadline', startedAt);
@@ -250,11 +363,23 @@ export class LockService {
           outcome = wait.outcome;
           if (wait.outcome === 'fallback') {
             usedFallback = true;
-            this.events.emit('wait_fallback', ctx, { key: req.key, cause: wait.cause });
+            this.events.waitFellBack(ctx, { key: req.key, cause: wait.cause });
             outcome = await this.pollDelay(waiter, seen, polls++, deadline - this.clock.now(), waitAbort);
           }
+        } else if (this.releaseFeed && this.feedUp) {
+          outcome = await this.feedDelay(waiter, seen, remaining, waitAbort);
         } else {
+          if (this.releaseFeed && !usedFallback) {
+            // The feed is down (re-listening): this wait polls, counted apart.
+            usedFallback = true;
+            this.events.waitFellBack(ctx, { key: req.key, cause: this.feedDownCause });
+          }
           outcome = await this.pollDelay(waiter, seen, polls++, remaining, waitAbort);
+        }
+        if (waiter.deadlock) {
+          this.recordWait('aborted', startedAt);
+          this.events.deadlockDetected(ctx, { ...waiter.deadlock, victimSessionId: sessionId, key: req.key });
+          throw new DeadlockDetectedError(req.key, waiter.deadlock);
         }
         if (waiter.sessionEnded.signal.aborted) throw new SessionNotFoundError(sessionId);
         if (outcome === 'aborted') {
@@ -265,6 +390,9 @@ export class LockService {
       }
     } finally {
       this.waiters.unregister(waiter);
+      // Not awaited: the answer need not wait for the bookkeeping. A row left behind by a failure
+      // goes with its session or instance.
+      if (waiter.recordedInStore) this.fleetStore?.endWait(waiter.waitId).catch(() => {});
     }
   }
 
@@ -276,7 +404,7 @@ export class LockService {
     const result = await this.store.renew(req);
     if (result.kind === 'renewed') return toGrant(result.lock);
     if (result.kind !== 'lost') throw refused(result, req.session.sessionId);
-    this.events.emit('lock_lost', ctx, { key: req.key, sessionId: req.session.sessionId, fencingToken: req.fencingToken, op: 'renew' });
+    this.events.lost(ctx, { key: req.key, sessionId: req.session.sessionId, fencingToken: req.fencingToken, op: 'renew' });
     throw new LockLostError(req.key);
   }
 
@@ -286,14 +414,14 @@ export class LockService {
   ): Promise<{ key: string; released: true }> {
     const result = await this.store.release(req);
     if (result.kind === 'lost') {
-      this.events.emit('lock_lost', ctx, { key: req.key, sessionId: req.session.sessionId, fencingToken: req.fencingToken, op: 'release' });
+      this.events.lost(ctx, { key: req.key, sessionId: req.session.sessionId, fencingToken: req.fencingToken, op: 'release' });
       throw new LockLostError(req.key);
     }
     if (result.kind !== 'released') throw refused(result, req.session.sessionId);
     const { lock } = result;
     this.insight.ended(lock, { outcome: 'released' });
     this.waiters.keyReleased(req.key);
-    this.events.emit('lock_released', ctx, {
+    this.events.released(ctx, {
       key: lock.key,
       sessionId: lock.sessionId,
       fencingToken: lock.fencingToken,
@@ -303,13 +431,20 @@ export class LockService {
   }
 
   async readLock(key: string): Promise<LockInfo> {
-    const lock = await this.store.readLock(key);
-    return this.toInfo(key, lock);
+    const [lock, counts] = await Promise.all([this.store.readLock(key), this.waiterCounts([key])]);
+    return this.toInfo(key, lock, counts);
   }
 
   async listLocks(query: { prefix?: string; limit: number; cursor?: string }): Promise<Page<LockInfo>> {
     const page = await this.store.listLocks(query);
-    return { items: page.items.map((lock) => this.toInfo(lock.key, lock)), nextCursor: page.nextCursor };
+    const counts = await this.waiterCounts(page.items.map((lock) => lock.key));
+    return { items: page.items.map((lock) => this.toInfo(lock.key, lock, counts)), nextCursor: page.nextCursor };
+  }
+
+  /** Waiters per key: fleet-wide from the store's wait state, else this instance's. */
+  private async waiterCounts(keys: string[]): Promise<Map<string, number>> {
+    if (this.fleetStore) return this.fleetStore.waiterCounts(keys);
+    return new Map(keys.map((key) => [key, this.waiters.count(key)]));
   }
 
   async forceRevoke(
@@ -326,10 +461,7 @@ export class LockService {
       this.insight.ended(result.revoked, { outcome: 'revoked', actor, reason: req.reason, auditId: result.audit.id });
       this.waiters.keyReleased(req.key);
     }
-    const metricOutcome = ({ REVOKED: 'revoked', NOT_HELD: 'not_held', TOKEN_MISMATCH: 'token_mismatch' } as const)[result.outcome];
-    this.metrics.inc('lockForceRevokeTotal', { outcome: metricOutcome });
-    this.activity.record(`force_revoke:${metricOutcome}`);
-    this.events.emit('lock_force_revoked', ctx, {
+    this.events.forceRevoked(ctx, {
       key: req.key,
       actor,
       reason: req.reason,
@@ -367,7 +499,7 @@ export class LockService {
   private granted(grant: LockGrant, owner: string, existing: boolean, waitedMillis: number, ctx: EventContext): LockGrant {
     if (!existing) {
       this.insight.granted(grant, owner);
-      this.events.emit('lock_granted', ctx, {
+      this.events.granted(ctx, {
         key: grant.key,
         sessionId: grant.sessionId,
         owner,
@@ -388,9 +520,7 @@ export class LockService {
     const verdict = this.budget.charge(req.sessionId);
     if (!verdict.ok) return this.contentionExceeded(req, verdict.scope, verdict.retryAfterSeconds, ctx, holder);
     this.insight.contended(req.key);
-    this.metrics.inc('lockContentionTotal', { reason: 'contended' });
-    this.activity.record('contention:contended');
-    this.events.emit('lock_contended', ctx, {
+    this.events.contended(ctx, {
       key: req.key,
       sessionId: req.sessionId,
       holderSessionId: holder?.sessionId ?? null,
@@ -408,9 +538,7 @@ export class LockService {
   ): ContentionExceededError {
     // The top-K counts what lock_contention_total counts, key by key.
     this.insight.contended(req.key);
-    this.metrics.inc('lockContentionTotal', { reason: 'exceeded' });
-    this.activity.record('contention:exceeded');
-    this.events.emit('lock_contended', ctx, {
+    this.events.contended(ctx, {
       key: req.key,
       sessionId: req.sessionId,
       holderSessionId: holder?.sessionId ?? null,
@@ -453,8 +581,34 @@ export class LockService {
     return delay >= remaining ? 'deadline' : 'released';
   }
 
+  /**
+   * Parked until a release of the key reaches this instance (the feed fans releases from every
+   * instance out to local waiters), re-checking now and then in case a notification was missed.
+   */
+  private async feedDelay(waiter: Waiter, releasesSeen: number, remaining: number, signal: AbortSignal): Promise<WaitOutcome> {
+    if (remaining <= 0) return 'deadline';
+    const delay = Math.min(remaining, this.feedRecheckMillis);
+    const done = new AbortController();
+    const both = AbortSignal.any([signal, done.signal]);
+    let released = false;
+    try {
+      await Promise.race([
+        this.clock.sleep(delay, both),
+        waiter.releasedSince(releasesSeen, both).then(() => {
+          released = !both.aborted;
+        }),
+      ]);
+    } catch {
+      // sleep rejects only on abort
+    } finally {
+      done.abort();
+    }
+    if (signal.aborted) return 'aborted';
+    return released || delay < remaining ? 'released' : 'deadline';
+  }
+
   private recordWait(outcome: WaitOutcome, startedAt: number): void {
-    this.metrics.observe('lockWaitSeconds', { outcome }, (this.clock.now() - startedAt) / 1000);
+    this.events.waitEnded({ outcome, seconds: (this.clock.now() - startedAt) / 1000 });
   }
 
   /** `killedBy`: the operator order behind a kill, for the per-key history. */
@@ -462,23 +616,15 @@ export class LockService {
     const { session, cause } = ended;
     this.waiters.sessionEnded(session.sessionId);
     this.budget.forget(session.sessionId);
-    this.metrics.inc('lockSessionExpiredTotal', { cause });
-    this.activity.record(`session_expired:${cause}`);
-    this.events.emit('session_expired', ctx, { sessionId: session.sessionId, owner: session.owner, cause });
+    this.events.sessionEnded(ctx, { sessionId: session.sessionId, owner: session.owner, cause, releasedLocks: ended.releasedLocks });
     for (const lock of ended.releasedLocks) {
-      this.events.emit('lock_expired', ctx, {
-        key: lock.key,
-        sessionId: lock.sessionId,
-        fencingToken: lock.fencingToken,
-        cause: LOCK_CAUSE_OF_SESSION_END[cause],
-      });
-      this.insight.ended(lock, { outcome: 'session_ended', cause: LOCK_CAUSE_OF_SESSION_END[cause], ...killedBy });
+      this.insight.ended(lock, { outcome: 'session_ended', cause: LOCK_EXPIRY_CAUSE_OF_SESSION_END[cause], ...killedBy });
       this.waiters.keyReleased(lock.key);
     }
   }
 
-  private toInfo(key: string, lock: HeldLock | null): LockInfo {
-    const waiterCount = this.waiters.count(key);
+  private toInfo(key: string, lock: HeldLock | null, counts: Map<string, number>): LockInfo {
+    const waiterCount = counts.get(key) ?? 0;
     if (!lock) return { key, held: false, waiterCount };
     return {
       key,
@@ -493,12 +639,6 @@ export class LockService {
   }
 }
 
-const LOCK_CAUSE_OF_SESSION_END: Record<SessionEndCause, 'session_ttl' | 'session_closed' | 'session_killed'> = {
-  ttl: 'session_ttl',
-  closed: 'session_closed',
-  killed: 'session_killed',
-};
-
 function refused(refusal: SessionRefusal, sessionId: string): SessionNotFoundError | UnauthenticatedError {
   return refusal.kind === 'session_not_found'
     ? new SessionNotFoundError(sessionId)
@@ -512,4 +652,8 @@ function toGrant(lock: HeldLock): LockGrant {
 
 function newSessionId(): string {
   return `s_${randomBytes(16).toString('base64url')}`;
+}
+
+function yieldToRequests(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }

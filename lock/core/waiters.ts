@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+
 /**
  * In-process registry of acquires waiting on this server instance: the live
  * advisory waiterCount per key, the `lock_waiters` gauge, the wait-for graph
@@ -10,10 +12,17 @@ import type { WaitEdge } from './wait-graph.js';
 export class Waiter {
   /** Aborted when the waiter's own session ends. */
   readonly sessionEnded = new AbortController();
+  /** Aborted when this wait is chosen to break a deadlock; `deadlock` says which cycle. */
+  readonly deadlockVictim = new AbortController();
+  deadlock: { sessions: string[]; keys: string[] } | null = null;
+  /** Recorded in the store's fleet-wide wait state (once it first found the key held). */
+  recordedInStore = false;
   private releaseCount = 0;
   private readonly listeners = new Set<() => void>();
 
   constructor(
+    /** Unique across the fleet: the wait's row in a store that keeps wait state. */
+    readonly waitId: string,
     readonly key: string,
     readonly sessionId: string,
     public holderSessionId: string | null,
@@ -55,12 +64,30 @@ export class Waiter {
 export class WaiterRegistry {
   private readonly byKey = new Map<string, Set<Waiter>>();
   private readonly bySession = new Map<string, Set<Waiter>>();
+  private readonly byWaitId = new Map<string, Waiter>();
+  private nextWait = 0;
+
+  constructor(private readonly waitIdPrefix = `w_${randomBytes(9).toString('base64url')}`) {}
 
   register(key: string, sessionId: string, holderSessionId: string | null): Waiter {
-    const waiter = new Waiter(key, sessionId, holderSessionId);
+    const waiter = new Waiter(`${this.waitIdPrefix}_${++this.nextWait}`, key, sessionId, holderSessionId);
     addTo(this.byKey, key, waiter);
     addTo(this.bySession, sessionId, waiter);
+    this.byWaitId.set(waiter.waitId, waiter);
     return waiter;
+  }
+
+  byId(waitId: string): Waiter | undefined {
+    return this.byWaitId.get(waitId);
+  }
+
+  all(): Waiter[] {
+    return [...this.byWaitId.values()];
+  }
+
+  /** Every waiter tries again once (releases may have been missed). */
+  wakeAll(): void {
+    for (const waiter of this.byWaitId.values()) waiter.notifyReleased();
   }
 
   /** Waits this session has open on this instance. */
@@ -69,6 +96,7 @@ export class WaiterRegistry {
   }
 
   unregister(waiter: Waiter): void {
+    this.byWaitId.delete(waiter.waitId);
     removeFrom(this.byKey, waiter.key, waiter);
     removeFrom(this.bySession, waiter.sessionId, waiter);
   }

@@ -161,7 +161,7 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
   const ctx = (request: FastifyRequest) => ({ requestId: request.id, ...(request.eventTrace ? { trace: request.eventTrace } : {}) });
   /** Runs a measured handler inside its server span, so store calls are its children. */
   const inSpan = <T>(request: FastifyRequest, work: () => Promise<T>): Promise<T> =>
-    request.measured ? context.with(request.measured.context, work) : work();
+    request.measured?.context ? context.with(request.measured.context, work) : work();
   const keyOf = (request: FastifyRequest) => {
     const raw = /^\/v1\/(?:admin\/)?locks\/([^/?#]+)/.exec(request.url)?.[1];
     if (raw === undefined) throw new ValidationFailedError('lock key missing from the path');

@@ -16,7 +16,11 @@ import {
 const WINDOWS = { '1m': 60, '5m': 300 } as const;
 
 export async function buildSummary(service: LockService) {
-  const { heldLocks, activeSessions } = await service.store.summary();
+  const [{ heldLocks, activeSessions }, waiters, deadlockCycles] = await Promise.all([
+    service.store.summary(),
+    service.waiterTotal(),
+    service.deadlockCycles(),
+  ]);
   const { activity } = service;
   const ratesOver = (seconds: number) => {
     const per = (prefix: string, names: readonly string[]) =>
@@ -40,8 +44,8 @@ export async function buildSummary(service: LockService) {
     at: Date.now(),
     heldLocks,
     activeSessions,
-    waiters: service.waiters.total(),
-    deadlockCycles: service.waiters.deadlockCycles(),
+    waiters,
+    deadlockCycles,
     rates: Object.fromEntries(Object.entries(WINDOWS).map(([name, seconds]) => [name, ratesOver(seconds)])),
     slo: {
       objective: SLO_S1.objective,

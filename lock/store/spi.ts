@@ -26,7 +26,12 @@
  * - A backend that cannot take writes (or cannot be reached in time) throws NotLeaderError.
  *
  * Waiting for a release is an optional capability beside this interface
- * (ReleaseWaiter below); core detects it once when wired.
+ * (ReleaseWaiter below, or ReleaseFeed); so is the fleet-wide wait state
+ * (FleetWaitState). Core detects each once when wired and never names a store.
+ * - ReleaseFeed: a release is announced by the transaction that ends the lock
+ *   (delivered after commit), for every key some instance has a recorded wait on.
+ * - FleetWaitState: a wait row goes with its session (whoever ends it) and with its
+ *   instance (swept when the instance's heartbeat lapses on the store's clock).
  */
 import type {
   AuditEntry,
@@ -121,6 +126,12 @@ export interface StoreSummary {
   activeSessions: number;
   /** Age (store clock) of the oldest live grant in milliseconds; 0 when nothing is held. */
   oldestHeldMillis: number;
+  /**
+   * Age (store clock) of the oldest session or lock expiry that has passed and is not yet
+   * swept, in milliseconds; 0 when the sweeper is up to date. Absent where the backend
+   * expires by itself (etcd leases).
+   */
+  sweepLagMillis?: number;
 }
 
 export interface ListQuery {
@@ -206,4 +217,96 @@ export interface ReleaseWaiter {
 
 export function hasReleaseWaiter(store: LockStore): store is LockStore & ReleaseWaiter {
   return typeof (store as Partial<ReleaseWaiter>).waitForRelease === 'function';
+}
+
+/**
+ * Optional capability: keys released anywhere in the fleet (any instance on this store),
+ * announced after the releasing transaction commits, for keys that have a recorded wait
+ * (FleetWaitState.beginWait). A hint, like ReleaseWaiter: core re-runs tryAcquire.
+ * Not every release reaches every wait: a release whose statement ran before the wait's
+ * record committed, but which committed only after the wait's last try read the key as
+ * held, announces nothing to it. Core therefore records a wait, tries once more, and
+ * while parked still re-checks now and then (LockServiceOptions.feedRecheckMillis).
+ */
+export interface ReleaseFeed {
+  /** Resolves once the first attempt to listen has ended (up or not); the returned function unsubscribes. */
+  subscribeReleases(listener: ReleaseFeedListener): Promise<() => void>;
+}
+
+export interface ReleaseFeedListener {
+  released(keys: readonly string[]): void;
+  /**
+   * `up` false: the feed may miss releases (its connection is lost; it re-listens with backoff),
+   * so waits poll meanwhile. `up` true after a loss: releases in between were missed.
+   */
+  health(up: boolean, cause: string): void;
+}
+
+export function hasReleaseFeed(store: LockStore): store is LockStore & ReleaseFeed {
+  return typeof (store as Partial<ReleaseFeed>).subscribeReleases === 'function';
+}
+
+/** One recorded wait whose key is held by another live session: an edge of the wait-for graph. */
+export interface WaitEdge {
+  waitId: string;
+  /** The waiting session. */
+  sessionId: string;
+  key: string;
+  /** The live holder of `key` at the store's reading. */
+  holderSessionId: string;
+  instanceId: string;
+  /** Store clock. */
+  startedAt: number;
+  /** Already chosen as a deadlock victim, not yet answered. */
+  victim: boolean;
+}
+
+/** A wait chosen to answer DEADLOCK_DETECTED, with the cycle it closed. */
+export interface DeadlockVerdict {
+  waitId: string;
+  sessions: string[];
+  keys: string[];
+}
+
+export interface InstancePublication {
+  instanceId: string;
+  published: unknown;
+}
+
+/**
+ * Optional capability: wait state shared by every instance on the store, and the
+ * instance registry (heartbeats on the store's clock).
+ */
+export interface FleetWaitState {
+  /**
+   * Joins or renews this instance (expiry = store now + ttlMillis) with what it publishes.
+   * `joined` is true when the row was (re)created: after a lapse, the instance's waits were swept
+   * and must be recorded again.
+   */
+  heartbeatInstance(req: { instanceId: string; ttlMillis: number; published?: unknown }): Promise<{ liveInstances: number; joined: boolean }>;
+  /** Leaves the registry; this instance's waits go with it. */
+  leaveFleet(instanceId: string): Promise<void>;
+  /** Sweeper: deletes up to `limit` instances whose heartbeat lapsed (and their waits). */
+  expireInstances(limit: number): Promise<number>;
+  /** What each live instance last published. */
+  instancePublications(): Promise<InstancePublication[]>;
+  /** Records a wait; a no-op when the session (or instance) is already gone. */
+  beginWait(req: { waitId: string; sessionId: string; key: string; instanceId: string }): Promise<void>;
+  endWait(waitId: string): Promise<void>;
+  /** Waits recorded on each key by live instances. */
+  waiterCounts(keys: readonly string[]): Promise<Map<string, number>>;
+  totalWaiters(): Promise<number>;
+  /** Up to `limit` edges of the fleet-wide wait-for graph, oldest waits first. */
+  waitForEdges(limit: number): Promise<WaitEdge[]>;
+  /**
+   * Under one fleet-wide lock: reads up to `limit` edges, lets `decide` choose victims and marks
+   * them. Null when another instance holds the lock (it is checking right now).
+   */
+  resolveDeadlocks(limit: number, decide: (edges: readonly WaitEdge[]) => DeadlockVerdict[]): Promise<DeadlockVerdict[] | null>;
+  /** This instance's waits marked as deadlock victims. */
+  deadlockVictims(instanceId: string): Promise<DeadlockVerdict[]>;
+}
+
+export function hasFleetWaitState(store: LockStore): store is LockStore & FleetWaitState {
+  return typeof (store as Partial<FleetWaitState>).resolveDeadlocks === 'function';
 }

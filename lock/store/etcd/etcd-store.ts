@@ -54,7 +54,8 @@ import * as audit from './audit-log.js';
 import { decodeCursor, encodeCursor } from './cursors.js';
 import { createEtcdClient, isUnavailable, notLeader, range, readTxn } from './etcd-client.js';
 import { keyLayout, type KeyLayout } from './keys.js';
-import { GrantLeasePool, grantLease, keepAliveOnce, leaseTtlSeconds, revokeLease } from './leases.js';
+import { GrantLeasePool, grantLease, leaseTtlSeconds, revokeLease } from './leases.js';
+import { SharedKeepAlive } from './keep-alive-stream.js';
 import {
   createRevisionIs,
   createRevisionIsNot,
@@ -130,6 +131,8 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
   private client: Etcd3 | null = null;
   private waits: WaitStrategy | null = null;
   private readonly grantLeases = new GrantLeasePool((seconds) => this.write(() => grantLease(this.etcd(), seconds)));
+  /** Every session's keep-alives on one stream of the shared client. */
+  private readonly keepAlives = new SharedKeepAlive(() => this.etcd());
   private readonly releases = new ReleaseBatcher(
     () => this.etcd(),
     (attempt) => this.write(attempt),
@@ -165,6 +168,7 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
     if (!client) return;
     await this.waits?.stop();
     this.waits = null;
+    this.keepAlives.close();
     this.client = null;
     client.close();
   }
@@ -234,7 +238,7 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
       if (row.session.tokenHash !== credential.tokenHash) return { kind: 'unauthenticated' };
       const leaseId = row.session.leaseId;
       // etcd refuses to renew a lease that has run out, even one not yet revoked: a lapsed session stays lapsed.
-      const remaining = await this.write(() => keepAliveOnce(client, leaseId));
+      const remaining = await this.write(() => this.keepAlives.keepAlive(leaseId));
       const now = this.clock();
       const next: StoredSession = { ...row.session, lastHeartbeatAt: now, expiresAt: now + row.session.ttlMillis };
       const current: SessionRow = row;

@@ -11,8 +11,6 @@
  */
 import type { Etcd3 } from 'etcd3';
 
-const KEEPALIVE_TIMEOUT_MS = 3_000;
-
 export function leaseTtlSeconds(ttlMillis: number): number {
   return Math.max(1, Math.ceil(ttlMillis / 1000));
 }
@@ -20,28 +18,6 @@ export function leaseTtlSeconds(ttlMillis: number): number {
 export async function grantLease(client: Etcd3, ttlSeconds: number): Promise<string> {
   const response = await client.leaseClient.leaseGrant({ TTL: ttlSeconds });
   return String(response.ID);
-}
-
-/** One keep-alive; resolves with the remaining TTL in seconds (≤ 0 when the lease is gone). */
-export async function keepAliveOnce(client: Etcd3, leaseId: string): Promise<number> {
-  const stream = await client.leaseClient.leaseKeepAlive();
-  try {
-    const response = await new Promise<{ TTL: string }>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('lease keep-alive timed out')), KEEPALIVE_TIMEOUT_MS);
-      stream.on('data', (data: { TTL: string }) => {
-        clearTimeout(timer);
-        resolve(data);
-      });
-      stream.on('error', (error: Error) => {
-        clearTimeout(timer);
-        reject(error);
-      });
-      stream.write({ ID: leaseId });
-    });
-    return Number(response.TTL);
-  } finally {
-    stream.end();
-  }
 }
 
 /** Best effort: the keys are already gone or moved when this runs; a lease left behind just runs out. */

@@ -38,7 +38,38 @@ export interface DataDirLock {
 
 const PID_FILE = 'holdfast.pid';
 
+/**
+ * Locks this process already holds, by directory: `holdfast server` takes the lock before
+ * loading the rest of the server (so a second server is refused in well under a second,
+ * not after seconds of module loading), and the store takes it again when it opens.
+ */
+const heldHere = new Map<string, { lock: Promise<DataDirLock>; refs: number }>();
+
 export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
+  const key = path.resolve(dataDir);
+  let held = heldHere.get(key);
+  if (!held) {
+    held = { lock: takeDataDirLock(key), refs: 0 };
+    heldHere.set(key, held);
+    held.lock.catch(() => heldHere.delete(key));
+  }
+  held.refs += 1;
+  const entry = held;
+  const lock = await entry.lock;
+  let released = false;
+  return {
+    async release() {
+      if (released) return;
+      released = true;
+      entry.refs -= 1;
+      if (entry.refs > 0) return;
+      heldHere.delete(key);
+      await lock.release();
+    },
+  };
+}
+
+async function takeDataDirLock(dataDir: string): Promise<DataDirLock> {
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   await chmod(dataDir, 0o700);
   const lock = process.platform === 'linux' ? await abstractSocketLock(dataDir) : await pidFileLock(dataDir);

@@ -1,5 +1,6 @@
 import pg from 'pg';
-import type { Queryable, Row, SqlDatabase } from './queryable.js';
+import { PgListener } from './pg-listener.js';
+import type { NotificationHandlers, Queryable, Row, SqlDatabase } from './queryable.js';
 
 const INT8_OID = 20;
 const types = {
@@ -12,6 +13,9 @@ const types = {
 /** A pooled PostgreSQL connection (`pg`). */
 export class PgDatabase implements SqlDatabase {
   private readonly pool: pg.Pool;
+  private readonly listeners = new Set<PgListener>();
+  private readonly connectionString: string;
+  private readonly connectTimeoutMillis: number;
 
   /**
    * Timeouts make an unreachable or black-holed PostgreSQL an error within bounded time
@@ -25,6 +29,8 @@ export class PgDatabase implements SqlDatabase {
     poolSize = 16,
     timeouts: { connectTimeoutMillis?: number; statementTimeoutMillis?: number } = {},
   ) {
+    this.connectionString = connectionString;
+    this.connectTimeoutMillis = timeouts.connectTimeoutMillis ?? 1500;
     const statement = timeouts.statementTimeoutMillis ?? 1500;
     this.pool = new pg.Pool({
       connectionString,
@@ -80,7 +86,20 @@ export class PgDatabase implements SqlDatabase {
     }
   }
 
+  /** A dedicated connection per channel, outside the pool (see PgListener). */
+  async listen(channel: string, handlers: NotificationHandlers): Promise<() => Promise<void>> {
+    const listener = new PgListener(this.connectionString, channel, handlers, { connectTimeoutMillis: this.connectTimeoutMillis });
+    this.listeners.add(listener);
+    await listener.start();
+    return async () => {
+      this.listeners.delete(listener);
+      await listener.close();
+    };
+  }
+
   async close(): Promise<void> {
+    await Promise.all([...this.listeners].map((l) => l.close()));
+    this.listeners.clear();
     await this.pool.end();
   }
 }

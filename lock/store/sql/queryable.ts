@@ -15,4 +15,15 @@ export interface SqlDatabase extends Queryable {
   /** Runs multi-statement DDL (no parameters). */
   exec(sql: string): Promise<void>;
   close(): Promise<void>;
+  /**
+   * Delivers NOTIFY payloads of `channel` (after the notifying transaction commits). Resolves
+   * once the first attempt to listen has ended; the returned function stops listening.
+   */
+  listen?(channel: string, handlers: NotificationHandlers): Promise<() => Promise<void>>;
+}
+
+export interface NotificationHandlers {
+  notify(payload: string): void;
+  /** The listening connection was lost (`up` false; it re-listens with backoff) or is listening again. */
+  health(up: boolean, cause: string): void;
 }

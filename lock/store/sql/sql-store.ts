@@ -16,7 +16,13 @@ import type {
   AuditHead,
   AuditQuery,
   CloseSessionResult,
+  DeadlockVerdict,
   EndedLock,
+  FleetWaitState,
+  InstancePublication,
+  ReleaseFeed,
+  ReleaseFeedListener,
+  WaitEdge,
   EndedSession,
   ForceRevokeResult,
   HeartbeatResult,
@@ -35,7 +41,9 @@ import type {
 import type { Queryable, Row, SqlDatabase } from './queryable.js';
 import { decodeCursor, encodeCursor } from '../cursor.js';
 import { migrate } from './schema.js';
+import { SqlFleet } from './sql-fleet.js';
 import { StatementBatcher } from './statement-batcher.js';
+import { acquireInRounds, type AcquireRequest, type AcquireRow } from './acquire-batch.js';
 
 const LOCK_COLUMNS = `key, session_id, owner, fencing_token::text AS fencing_token, ttl_millis, granted_at, expires_at`;
 const QUALIFIED_LOCK_COLUMNS = `l.key, l.session_id, l.owner, l.fencing_token::text AS fencing_token, l.ttl_millis, l.granted_at, l.expires_at`;
@@ -64,13 +72,26 @@ interface ReleaseRequest {
   fencingToken: FencingToken;
 }
 
+interface OpenSessionRequest {
+  sessionId: string;
+  owner: string;
+  ttlMillis: number;
+  tokenHash: string;
+}
+
 export interface SqlLockStoreOptions {
   /** Seals audit entries (keyed when HOLDFAST_AUDIT_KEY_FILE is set). */
   sealer?: AuditSealer;
 }
 
-export class SqlLockStore implements LockStore {
+export class SqlLockStore implements LockStore, ReleaseFeed, FleetWaitState {
   private readonly releases = new StatementBatcher((batch: ReleaseRequest[]) => this.releaseBatch(batch));
+  private readonly fleet: SqlFleet;
+  private readonly acquires = new StatementBatcher((batch: AcquireRequest[]) => this.acquireBatch(batch));
+  // Group commit for the steady load: at most two heartbeat (and two open) statements in flight,
+  // so 128 callers make a few large statements rather than a pool full of small ones.
+  private readonly heartbeats = new StatementBatcher((batch: SessionCredential[]) => this.heartbeatBatch(batch), 512, 2);
+  private readonly opens = new StatementBatcher((batch: OpenSessionRequest[]) => this.openSessionBatch(batch), 512, 2);
   private readonly sealer: AuditSealer;
 
   constructor(
@@ -79,6 +100,7 @@ export class SqlLockStore implements LockStore {
     options: SqlLockStoreOptions = {},
   ) {
     this.sealer = options.sealer ?? createAuditSealer();
+    this.fleet = new SqlFleet(db);
   }
 
   async init(): Promise<void> {
@@ -95,31 +117,75 @@ export class SqlLockStore implements LockStore {
 
   // ---- sessions -----------------------------------------------------------
 
-  async openSession(req: { sessionId: string; owner: string; ttlMillis: number; tokenHash: string }): Promise<SessionRecord> {
-    const rows = await this.guard(() =>
-      this.db.query(
-        `WITH n AS (SELECT holdfast_now_ms() AS now)
-         INSERT INTO holdfast_sessions (${SESSION_COLUMNS}, token_hash)
-         SELECT $1, $2, $3::integer, n.now, n.now, n.now + $3::integer, $4 FROM n
-         RETURNING ${SESSION_COLUMNS}`,
-        [req.sessionId, req.owner, req.ttlMillis, req.tokenHash],
-      ),
-    );
-    return toSession(rows[0]!);
+  /** Concurrent opens share one INSERT (a random id never collides; if a batch fails, each is retried alone). */
+  openSession(req: OpenSessionRequest): Promise<SessionRecord> {
+    return this.opens.submit(req);
   }
 
-  async heartbeat(credential: SessionCredential): Promise<HeartbeatResult> {
+  private async openSessionBatch(batch: OpenSessionRequest[]): Promise<SessionRecord[]> {
+    const insert = (requests: OpenSessionRequest[]) =>
+      this.guard(() =>
+        this.db.query(
+          `WITH n AS (SELECT holdfast_now_ms() AS now)
+           INSERT INTO holdfast_sessions (${SESSION_COLUMNS}, token_hash)
+           SELECT r.sid, r.owner, r.ttl, n.now, n.now, n.now + r.ttl, r.hash
+           FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[]) AS r(sid, owner, ttl, hash), n
+           ORDER BY r.sid
+           RETURNING ${SESSION_COLUMNS}`,
+          [requests.map((r) => r.sessionId), requests.map((r) => r.owner), requests.map((r) => r.ttlMillis), requests.map((r) => r.tokenHash)],
+        ),
+      );
+    if (batch.length === 1) return [toSession((await insert(batch))[0]!)];
+    let rows: Row[];
+    try {
+      rows = await insert(batch);
+    } catch (error) {
+      if (error instanceof NotLeaderError) throw error;
+      // One bad request must not fail its neighbours: each answers alone (and fails alone).
+      return Promise.all(batch.map((r) => this.opens.submitAlone(r)));
+    }
+    const byId = new Map(rows.map((row) => [String(row.session_id), toSession(row)]));
+    return batch.map((r) => byId.get(r.sessionId)!);
+  }
+
+  /** Concurrent heartbeats share one statement; each caller gets its own answer. */
+  heartbeat(credential: SessionCredential): Promise<HeartbeatResult> {
+    return this.heartbeats.submit(credential);
+  }
+
+  /**
+   * One statement for the whole batch: row locks in session order (like every multi-row
+   * writer), the token hash checked per row, the database clock read once; the same
+   * statement says why each refused row was refused (its snapshot is the statement's).
+   */
+  private async heartbeatBatch(batch: SessionCredential[]): Promise<HeartbeatResult[]> {
     const rows = await this.guard(() =>
       this.db.query(
-        `UPDATE holdfast_sessions s SET last_heartbeat_at = n.now, expires_at = n.now + s.ttl_millis
-         FROM (SELECT holdfast_now_ms() AS now) n
-         WHERE s.session_id = $1 AND s.token_hash = $2 AND s.expires_at > n.now
-         RETURNING ${prefixed('s', SESSION_COLUMNS)}`,
-        [credential.sessionId, credential.tokenHash],
+        `WITH n AS (SELECT holdfast_now_ms() AS now),
+         r AS (SELECT * FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS r(sid, hash, ord)),
+         target AS (
+           SELECT s.session_id FROM holdfast_sessions s WHERE s.session_id IN (SELECT sid FROM r)
+           ORDER BY s.session_id FOR UPDATE OF s),
+         beat AS (
+           UPDATE holdfast_sessions s SET last_heartbeat_at = n.now, expires_at = n.now + s.ttl_millis
+           FROM n WHERE s.session_id IN (SELECT session_id FROM target) AND s.expires_at > n.now
+             AND EXISTS (SELECT 1 FROM r WHERE r.sid = s.session_id AND r.hash = s.token_hash)
+           RETURNING ${prefixed('s', SESSION_COLUMNS)}, s.token_hash)
+         SELECT r.ord, r.hash AS presented, b.*, (x.session_id IS NOT NULL) AS was_live, x.token_hash AS live_hash
+         FROM r LEFT JOIN beat b ON b.session_id = r.sid
+           LEFT JOIN holdfast_sessions x ON x.session_id = r.sid AND x.expires_at > (SELECT now FROM n)
+         ORDER BY r.ord`,
+        [batch.map((c) => c.sessionId), batch.map((c) => c.tokenHash)],
       ),
     );
-    if (rows[0]) return { kind: 'alive', session: toSession(rows[0]) };
-    return (await this.refusal(this.db, credential)) ?? { kind: 'session_not_found' };
+    return rows.map((row): HeartbeatResult => {
+      if (row.token_hash !== null && row.token_hash !== undefined && row.token_hash === row.presented) {
+        return { kind: 'alive', session: toSession(row) };
+      }
+      if (row.token_hash !== null && row.token_hash !== undefined) return { kind: 'unauthenticated' };
+      if (!row.was_live) return { kind: 'session_not_found' };
+      return row.live_hash === row.presented ? { kind: 'session_not_found' } : { kind: 'unauthenticated' };
+    });
   }
 
   async getSession(sessionId: string): Promise<SessionRecord | null> {
@@ -212,17 +278,10 @@ export class SqlLockStore implements LockStore {
 
   // ---- locks --------------------------------------------------------------
 
-  async tryAcquire(req: { key: string; session: SessionCredential; ttlMillis: number }): Promise<TryAcquireResult> {
-    const rows = await this.guard(() =>
-      this.db.query(
-        `SELECT r_kind AS kind, r_key AS key, r_session_id AS session_id, r_owner AS owner, r_fencing_token AS fencing_token,
-           r_ttl_millis AS ttl_millis, r_granted_at AS granted_at, r_expires_at AS expires_at
-         FROM holdfast_try_acquire($1::text, $2::text, $3::text, $4::integer)`,
-        [req.key, req.session.sessionId, req.session.tokenHash, req.ttlMillis],
-      ),
-    );
-    const row = rows[0];
-    if (!row) throw new Error(`tryAcquire on ${JSON.stringify(req.key)} answered nothing`);
+  /** Concurrent try-acquires share one call (group commit, acquire-batch.ts); each gets its own answer. */
+  async tryAcquire(req: AcquireRequest): Promise<TryAcquireResult> {
+    const row = await this.acquires.submit(req);
+    if (row instanceof Error) throw row;
     switch (row.kind) {
       case 'session_not_found':
       case 'unauthenticated':
@@ -251,6 +310,26 @@ export class SqlLockStore implements LockStore {
     );
     if (rows[0]) return { kind: 'renewed', lock: toLock(rows[0]) };
     return (await this.refusal(this.db, req.session)) ?? { kind: 'lost' };
+  }
+
+  /**
+   * A batch whose call fails for a reason other than an unreachable store is retried one
+   * request at a time, so a request that PostgreSQL refuses fails alone.
+   */
+  private async acquireBatch(batch: AcquireRequest[]): Promise<(AcquireRow | Error)[]> {
+    try {
+      return await this.guard(() => acquireInRounds(this.db, batch));
+    } catch (error) {
+      if (batch.length === 1 || error instanceof NotLeaderError) throw error;
+      return Promise.all(
+        batch.map((request) =>
+          this.guard(() => acquireInRounds(this.db, [request])).then(
+            (rows) => rows[0]!,
+            (alone: unknown) => (alone instanceof Error ? alone : new Error(String(alone))),
+          ),
+        ),
+      );
+    }
   }
 
   /** Compare-and-delete on (key, token) of the caller's live grant; concurrent releases share one statement. */
@@ -401,14 +480,68 @@ export class SqlLockStore implements LockStore {
          SELECT
            (SELECT count(*) FROM live)::int AS held,
            (SELECT count(*) FROM holdfast_sessions s, n WHERE s.expires_at > n.now)::int AS sessions,
-           COALESCE((SELECT n.now - min(granted_at) FROM live, n GROUP BY n.now), 0) AS oldest`,
+           COALESCE((SELECT n.now - min(granted_at) FROM live, n GROUP BY n.now), 0) AS oldest,
+           -- Two index-ordered min() reads: the oldest expiry still in each table.
+           (SELECT n.now - LEAST(COALESCE((SELECT min(expires_at) FROM holdfast_sessions), n.now),
+                                 COALESCE((SELECT min(expires_at) FROM holdfast_locks), n.now)) FROM n) AS overdue`,
       ),
     );
     return {
       heldLocks: Number(rows[0]!.held),
       activeSessions: Number(rows[0]!.sessions),
       oldestHeldMillis: Math.max(0, Number(rows[0]!.oldest)),
+      sweepLagMillis: Math.max(0, Number(rows[0]!.overdue)),
     };
+  }
+
+  // ---- fleet (sql-fleet.ts) -------------------------------------------------
+
+  subscribeReleases(listener: ReleaseFeedListener): Promise<() => void> {
+    return this.fleet.subscribeReleases(listener);
+  }
+
+  heartbeatInstance(req: { instanceId: string; ttlMillis: number; published?: unknown }): Promise<{ liveInstances: number; joined: boolean }> {
+    return this.guard(() => this.fleet.heartbeatInstance(req));
+  }
+
+  leaveFleet(instanceId: string): Promise<void> {
+    return this.guard(() => this.fleet.leaveFleet(instanceId));
+  }
+
+  expireInstances(limit: number): Promise<number> {
+    return this.guard(() => this.fleet.expireInstances(limit));
+  }
+
+  instancePublications(): Promise<InstancePublication[]> {
+    return this.guard(() => this.fleet.instancePublications());
+  }
+
+  beginWait(req: { waitId: string; sessionId: string; key: string; instanceId: string }): Promise<void> {
+    return this.guard(() => this.fleet.beginWait(req));
+  }
+
+  endWait(waitId: string): Promise<void> {
+    return this.guard(() => this.fleet.endWait(waitId));
+  }
+
+  waiterCounts(keys: readonly string[]): Promise<Map<string, number>> {
+    return this.guard(() => this.fleet.waiterCounts(keys));
+  }
+
+  totalWaiters(): Promise<number> {
+    return this.guard(() => this.fleet.totalWaiters());
+  }
+
+  waitForEdges(limit: number): Promise<WaitEdge[]> {
+    return this.guard(() => this.fleet.waitForEdges(limit));
+  }
+
+  resolveDeadlocks(limit: number, decide: (edges: readonly WaitEdge[]) => DeadlockVerdict[]): Promise<DeadlockVerdict[] | null> {
+    return this.guard(() => this.fleet.resolveDeadlocks(limit, decide));
+  }
+
+  deadlockVictims(instanceId: string): Promise<DeadlockVerdict[]> {
+    return this.guard(() => this.fleet.deadlockVictims(instanceId));
   }
 
   // ---- internals ----------------------------------------------------------

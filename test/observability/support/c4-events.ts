@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 
 /** One accepted shape of a field: a JSON type or an exact literal value. */
-export type FieldType = { kind: 'string' } | { kind: 'integer' } | { kind: 'null' } | { kind: 'literal'; value: string };
+export type FieldType = { kind: 'string' } | { kind: 'string[]' } | { kind: 'integer' } | { kind: 'null' } | { kind: 'literal'; value: string };
 
 export interface EventContract {
   event: string;
@@ -44,6 +44,8 @@ export function matches(value: unknown, types: readonly FieldType[]): boolean {
     switch (type.kind) {
       case 'string':
         return typeof value === 'string';
+      case 'string[]':
+        return Array.isArray(value) && value.every((item) => typeof item === 'string');
       case 'integer':
         return Number.isInteger(value);
       case 'null':
@@ -77,7 +79,7 @@ function parseFields(cell: string): Map<string, FieldType[]> {
     fields.set(
       match[1]!,
       match[2]!.split('/').map((token): FieldType =>
-        token === 'string' || token === 'integer' || token === 'null' ? { kind: token } : { kind: 'literal', value: token },
+        token === 'string' || token === 'string[]' || token === 'integer' || token === 'null' ? { kind: token } : { kind: 'literal', value: token },
       ),
     );
   }

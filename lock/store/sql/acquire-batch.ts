@@ -1,0 +1,78 @@
+/**
+ * Group commit for acquires: the try-acquires of one event-loop turn go to
+ * PostgreSQL as one call of holdfast_try_acquire_batch (schema v4), which takes
+ * the row locks in key order and draws the tokens afterwards in request order.
+ * Each request still gets its own answer (granted, held, existing, or its own
+ * session refusal); a key asked for twice waits for the next round, so within
+ * one call every key is decided once.
+ */
+import type { SessionCredential } from '../spi.js';
+import type { Queryable, Row } from './queryable.js';
+
+export interface AcquireRequest {
+  key: string;
+  session: SessionCredential;
+  ttlMillis: number;
+}
+
+/** One row per request: `kind` is granted | existing | held | session_not_found | unauthenticated | retry. */
+export type AcquireRow = Row & { kind: string };
+
+const BATCH_SQL = `SELECT r_index AS index, r_kind AS kind, r_key AS key, r_session_id AS session_id, r_owner AS owner,
+    r_fencing_token AS fencing_token, r_ttl_millis AS ttl_millis, r_granted_at AS granted_at, r_expires_at AS expires_at
+  FROM holdfast_try_acquire_batch($1::text[], $2::text[], $3::text[], $4::integer[])`;
+
+const SINGLE_SQL = `SELECT r_kind AS kind, r_key AS key, r_session_id AS session_id, r_owner AS owner, r_fencing_token AS fencing_token,
+    r_ttl_millis AS ttl_millis, r_granted_at AS granted_at, r_expires_at AS expires_at
+  FROM holdfast_try_acquire($1::text, $2::text, $3::text, $4::integer)`;
+
+/** Runs `batch` in as few calls as keys allow (one, unless a key repeats); rows in request order. */
+export async function acquireInRounds(db: Queryable, batch: readonly AcquireRequest[]): Promise<AcquireRow[]> {
+  const results: AcquireRow[] = new Array(batch.length);
+  let pending = batch.map((request, index) => ({ request, index }));
+  while (pending.length > 0) {
+    const seen = new Set<string>();
+    const round: typeof pending = [];
+    const later: typeof pending = [];
+    for (const item of pending) {
+      if (seen.has(item.request.key)) later.push(item);
+      else {
+        seen.add(item.request.key);
+        round.push(item);
+      }
+    }
+    // A lone request takes the one-request function: the same rules without the batch's array work.
+    const rows = round.length === 1 ? [await acquireSingle(db, round[0]!.request)] : await acquireOnce(db, round.map((item) => item.request));
+    round.forEach((item, i) => (results[item.index] = rows[i]!));
+    pending = later;
+  }
+  // A key that changed hands 20 times inside the call: that request alone tries again on its own.
+  for (let i = 0; i < batch.length; i++) {
+    if (results[i]!.kind === 'retry') results[i] = await acquireSingle(db, batch[i]!);
+  }
+  return results;
+}
+
+/** One call for a batch of distinct keys. */
+async function acquireOnce(db: Queryable, batch: readonly AcquireRequest[]): Promise<AcquireRow[]> {
+  const rows = await db.query<AcquireRow>(BATCH_SQL, [
+    batch.map((r) => r.key),
+    batch.map((r) => r.session.sessionId),
+    batch.map((r) => r.session.tokenHash),
+    batch.map((r) => r.ttlMillis),
+  ]);
+  const byIndex: AcquireRow[] = new Array(batch.length);
+  for (const row of rows) byIndex[Number(row.index) - 1] = row;
+  for (let i = 0; i < batch.length; i++) {
+    if (!byIndex[i]) throw new Error(`holdfast_try_acquire_batch answered nothing for ${JSON.stringify(batch[i]!.key)}`);
+  }
+  return byIndex;
+}
+
+/** The one-request function (schema v2): raises instead of answering `retry`. */
+export async function acquireSingle(db: Queryable, request: AcquireRequest): Promise<AcquireRow> {
+  const rows = await db.query<AcquireRow>(SINGLE_SQL, [request.key, request.session.sessionId, request.session.tokenHash, request.ttlMillis]);
+  const row = rows[0];
+  if (!row) throw new Error(`tryAcquire on ${JSON.stringify(request.key)} answered nothing`);
+  return row;
+}

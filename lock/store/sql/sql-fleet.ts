@@ -1,0 +1,173 @@
+/**
+ * The SQL side of one service across instances (migration 3): the instance registry,
+ * the fleet-wide wait state, deadlock verdicts, and the release feed (LISTEN on the
+ * channel the holdfast_locks trigger notifies). The same SQL on PostgreSQL and PGlite.
+ *
+ * Lock order: waiter rows are only ever locked after session or instance rows (by the
+ * cascades) or alone (endWait, verdict marks), so these writes add no cycle to the store's.
+ */
+import type { DeadlockVerdict, InstancePublication, ReleaseFeedListener, WaitEdge } from '../spi.js';
+import type { Row, SqlDatabase } from './queryable.js';
+
+export const RELEASED_CHANNEL = 'holdfast_released';
+/** Key of the advisory lock under which one instance at a time looks for cycles. */
+const DEADLOCK_CHECK_LOCK = 7070711;
+
+const NOW = '(SELECT holdfast_now_ms())';
+/** Recorded waits of live instances and live sessions. */
+const LIVE_WAIT = (w: string, now: string) =>
+  `EXISTS (SELECT 1 FROM holdfast_instances i WHERE i.instance_id = ${w}.instance_id AND i.expires_at > ${now})
+   AND EXISTS (SELECT 1 FROM holdfast_sessions s WHERE s.session_id = ${w}.session_id AND s.expires_at > ${now})`;
+
+const EDGES = (onlyUnresolved: boolean) => `
+  WITH n AS (SELECT holdfast_now_ms() AS now)
+  SELECT w.wait_id, w.session_id, w.key, w.instance_id, w.started_at, w.victim_cycle IS NOT NULL AS victim,
+         l.session_id AS holder_session_id
+  FROM holdfast_waiters w CROSS JOIN n
+  JOIN holdfast_locks l ON l.key = w.key
+  WHERE ${LIVE_WAIT('w', 'n.now')}
+    AND l.session_id <> w.session_id AND l.expires_at > n.now
+    AND EXISTS (SELECT 1 FROM holdfast_sessions hs WHERE hs.session_id = l.session_id AND hs.expires_at > n.now)
+    ${onlyUnresolved ? 'AND w.victim_cycle IS NULL' : ''}
+  ORDER BY w.started_at, w.wait_id
+  LIMIT $1`;
+
+export class SqlFleet {
+  constructor(private readonly db: SqlDatabase) {}
+
+  async heartbeatInstance(req: { instanceId: string; ttlMillis: number; published?: unknown }): Promise<{ liveInstances: number; joined: boolean }> {
+    const rows = await this.db.query(
+      `WITH n AS (SELECT holdfast_now_ms() AS now)
+       INSERT INTO holdfast_instances AS i (instance_id, started_at, heartbeat_at, expires_at, published)
+       SELECT $1, n.now, n.now, n.now + $2::integer, $3::jsonb FROM n
+       ON CONFLICT (instance_id) DO UPDATE
+         SET heartbeat_at = EXCLUDED.heartbeat_at, expires_at = EXCLUDED.expires_at, published = EXCLUDED.published
+       RETURNING (i.xmax = 0) AS joined,
+         (SELECT count(*) FROM holdfast_instances o, n WHERE o.expires_at > n.now AND o.instance_id <> $1)::int + 1 AS live`,
+      [req.instanceId, req.ttlMillis, req.published === undefined ? null : JSON.stringify(req.published)],
+    );
+    return { liveInstances: Number(rows[0]!.live), joined: rows[0]!.joined === true };
+  }
+
+  async leaveFleet(instanceId: string): Promise<void> {
+    await this.db.query('DELETE FROM holdfast_instances WHERE instance_id = $1', [instanceId]);
+  }
+
+  async expireInstances(limit: number): Promise<number> {
+    const rows = await this.db.query(
+      `DELETE FROM holdfast_instances WHERE instance_id IN (
+         SELECT instance_id FROM holdfast_instances WHERE expires_at <= ${NOW}
+         ORDER BY instance_id LIMIT $1 FOR UPDATE SKIP LOCKED)
+       RETURNING instance_id`,
+      [limit],
+    );
+    return rows.length;
+  }
+
+  async instancePublications(): Promise<InstancePublication[]> {
+    const rows = await this.db.query(
+      `SELECT instance_id, published FROM holdfast_instances WHERE expires_at > ${NOW} AND published IS NOT NULL ORDER BY instance_id`,
+    );
+    return rows.map((r) => ({ instanceId: String(r.instance_id), published: r.published }));
+  }
+
+  async beginWait(req: { waitId: string; sessionId: string; key: string; instanceId: string }): Promise<void> {
+    try {
+      await this.db.query(
+        `INSERT INTO holdfast_waiters (wait_id, session_id, key, instance_id, started_at)
+         SELECT $1, $2, $3, $4, holdfast_now_ms()
+         WHERE EXISTS (SELECT 1 FROM holdfast_sessions WHERE session_id = $2)
+           AND EXISTS (SELECT 1 FROM holdfast_instances WHERE instance_id = $4)
+         ON CONFLICT (wait_id) DO NOTHING`,
+        [req.waitId, req.sessionId, req.key, req.instanceId],
+      );
+    } catch (error) {
+      // 23503: the session or instance ended between the check and the insert. The wait's next
+      // try answers SESSION_NOT_FOUND; an instance that lapsed records its waits again on rejoin.
+      if ((error as { code?: string }).code !== '23503') throw error;
+    }
+  }
+
+  async endWait(waitId: string): Promise<void> {
+    await this.db.query('DELETE FROM holdfast_waiters WHERE wait_id = $1', [waitId]);
+  }
+
+  async waiterCounts(keys: readonly string[]): Promise<Map<string, number>> {
+    if (keys.length === 0) return new Map();
+    const rows = await this.db.query(
+      `WITH n AS (SELECT holdfast_now_ms() AS now)
+       SELECT w.key, count(*)::int AS waiters FROM holdfast_waiters w CROSS JOIN n
+       WHERE w.key = ANY($1::text[]) AND ${LIVE_WAIT('w', 'n.now')}
+       GROUP BY w.key`,
+      [keys],
+    );
+    return new Map(rows.map((r) => [String(r.key), Number(r.waiters)]));
+  }
+
+  async totalWaiters(): Promise<number> {
+    const rows = await this.db.query(
+      `WITH n AS (SELECT holdfast_now_ms() AS now)
+       SELECT count(*)::int AS waiters FROM holdfast_waiters w CROSS JOIN n WHERE ${LIVE_WAIT('w', 'n.now')}`,
+    );
+    return Number(rows[0]!.waiters);
+  }
+
+  async waitForEdges(limit: number): Promise<WaitEdge[]> {
+    return (await this.db.query(EDGES(false), [limit])).map(toEdge);
+  }
+
+  async resolveDeadlocks(limit: number, decide: (edges: readonly WaitEdge[]) => DeadlockVerdict[]): Promise<DeadlockVerdict[] | null> {
+    return this.db.transaction(async (tx) => {
+      // One checker at a time fleet-wide, and a checker never waits: the others skip this round.
+      const got = await tx.query('SELECT pg_try_advisory_xact_lock($1) AS got', [DEADLOCK_CHECK_LOCK]);
+      if (got[0]!.got !== true) return null;
+      // Waits already chosen are left out: their cycle is broken once they answer.
+      const edges = (await tx.query(EDGES(true), [limit])).map(toEdge);
+      const verdicts = decide(edges);
+      if (verdicts.length > 0) {
+        await tx.query(
+          `UPDATE holdfast_waiters w SET victim_cycle = v.cycle
+           FROM (SELECT * FROM unnest($1::text[], $2::jsonb[]) AS v(wait_id, cycle)) v
+           WHERE w.wait_id = v.wait_id AND w.victim_cycle IS NULL`,
+          [verdicts.map((v) => v.waitId), verdicts.map((v) => JSON.stringify({ sessions: v.sessions, keys: v.keys }))],
+        );
+      }
+      return verdicts;
+    });
+  }
+
+  async deadlockVictims(instanceId: string): Promise<DeadlockVerdict[]> {
+    const rows = await this.db.query(
+      'SELECT wait_id, victim_cycle FROM holdfast_waiters WHERE instance_id = $1 AND victim_cycle IS NOT NULL',
+      [instanceId],
+    );
+    return rows.map((r) => {
+      const cycle = r.victim_cycle as { sessions: string[]; keys: string[] };
+      return { waitId: String(r.wait_id), sessions: cycle.sessions, keys: cycle.keys };
+    });
+  }
+
+  async subscribeReleases(listener: ReleaseFeedListener): Promise<() => void> {
+    if (!this.db.listen) {
+      listener.health(false, 'this database connection cannot LISTEN');
+      return () => {};
+    }
+    const stop = await this.db.listen(RELEASED_CHANNEL, {
+      notify: (payload) => listener.released(payload.split('\n')),
+      health: (up, cause) => listener.health(up, cause),
+    });
+    return () => void stop().catch(() => {});
+  }
+}
+
+function toEdge(r: Row): WaitEdge {
+  return {
+    waitId: String(r.wait_id),
+    sessionId: String(r.session_id),
+    key: String(r.key),
+    holderSessionId: String(r.holder_session_id),
+    instanceId: String(r.instance_id),
+    startedAt: Number(r.started_at),
+    victim: r.victim === true,
+  };
+}

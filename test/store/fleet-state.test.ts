@@ -1,0 +1,143 @@
+/**
+ * The SQL store's fleet capabilities (migration 3) on both SQL backends: the release feed
+ * (NOTIFY from the transaction that ends a lock, only for keys with a recorded wait, batched
+ * under the 8000-byte payload limit), fleet-wide wait rows that vanish with their session or
+ * instance, and deadlock verdicts marked under one fleet-wide lock.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PgDatabase } from '../../lock/store/sql/pg-database.js';
+import { PgliteDatabase } from '../../lock/store/sql/pglite-database.js';
+import { SqlLockStore } from '../../lock/store/sql/sql-store.js';
+import { chooseDeadlockVictims } from '../../lock/core/deadlock.js';
+import { sharedPostgres } from '../support/server.js';
+import { openTestSession } from '../support/store-sessions.js';
+
+describe.each(['postgres', 'embedded'] as const)('fleet state on %s', (backend) => {
+  let store: SqlLockStore;
+  const payloads: string[] = [];
+  const announced: string[] = [];
+  let healthy = false;
+  let unsubscribe: () => void;
+  const instanceId = `i_test_${backend}`;
+
+  beforeAll(async () => {
+    const db = backend === 'postgres' ? new PgDatabase(await (await sharedPostgres()).createDatabase()) : await PgliteDatabase.open();
+    // Payload sizes: wrap the listen seam to see each NOTIFY payload as sent.
+    const listen = db.listen!.bind(db);
+    db.listen = (channel, handlers) => listen(channel, { ...handlers, notify: (p) => (payloads.push(p), handlers.notify(p)) });
+    store = new SqlLockStore(db, backend);
+    await store.init();
+    unsubscribe = await store.subscribeReleases({
+      released: (keys) => announced.push(...keys),
+      health: (up) => (healthy = up),
+    });
+    await store.heartbeatInstance({ instanceId, ttlMillis: 60_000 });
+  });
+  afterAll(async () => {
+    unsubscribe();
+    await store.close();
+  });
+
+  /** Resolves once `key` has been announced (notifications arrive in commit order). */
+  async function announcedSoon(key: string): Promise<void> {
+    for (let i = 0; i < 500 && !announced.includes(key); i++) await new Promise((r) => setImmediate(r));
+    for (let i = 0; i < 100 && !announced.includes(key); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(announced).toContain(key);
+  }
+
+  it('announces a release of a key with a recorded wait, and nothing for a key nobody waits on', async () => {
+    expect(healthy).toBe(true);
+    const holder = await openTestSession(store);
+    const waiter = await openTestSession(store);
+    const quiet = await store.tryAcquire({ key: 'quiet', session: holder.credential, ttlMillis: 60_000 });
+    const busy = await store.tryAcquire({ key: 'busy', session: holder.credential, ttlMillis: 60_000 });
+    if (quiet.kind !== 'granted' || busy.kind !== 'granted') throw new Error('not granted');
+    await store.beginWait({ waitId: `w-busy-${backend}`, sessionId: waiter.record.sessionId, key: 'busy', instanceId });
+    expect((await store.waiterCounts(['busy', 'quiet'])).get('busy')).toBe(1);
+    await store.release({ key: 'quiet', session: holder.credential, fencingToken: quiet.grant.fencingToken });
+    await store.release({ key: 'busy', session: holder.credential, fencingToken: busy.grant.fencingToken });
+    await announcedSoon('busy');
+    expect(announced).not.toContain('quiet');
+    await store.endWait(`w-busy-${backend}`);
+    expect(await store.totalWaiters()).toBe(0);
+  });
+
+  it('announces locks ended by session close, kill, lock expiry and revoke', async () => {
+    const waiter = await openTestSession(store);
+    const keys = ['by-close', 'by-kill', 'by-expiry', 'by-revoke'];
+    for (const key of keys) await store.beginWait({ waitId: `w-${key}-${backend}`, sessionId: waiter.record.sessionId, key, instanceId });
+    const a = await openTestSession(store);
+    const b = await openTestSession(store);
+    const c = await openTestSession(store);
+    await store.tryAcquire({ key: 'by-close', session: a.credential, ttlMillis: 60_000 });
+    await store.tryAcquire({ key: 'by-kill', session: b.credential, ttlMillis: 60_000 });
+    await store.tryAcquire({ key: 'by-expiry', session: c.credential, ttlMillis: 1 });
+    await store.tryAcquire({ key: 'by-revoke', session: c.credential, ttlMillis: 60_000 });
+    await store.closeSession(a.credential);
+    await store.killSession(b.record.sessionId, { actor: 't', reason: 'test', requestId: 'r' });
+    await new Promise((r) => setTimeout(r, 5));
+    await store.expireLocks(100);
+    await store.forceRevoke({ key: 'by-revoke', audit: { actor: 't', reason: 'test', requestId: 'r' } });
+    for (const key of keys) await announcedSoon(key);
+  });
+
+  it('batches many keys ended in one transaction into payloads under 8000 bytes, losing none', async () => {
+    const holder = await openTestSession(store);
+    const waiter = await openTestSession(store);
+    const keys = Array.from({ length: 60 }, (_, i) => `big-${String(i).padStart(3, '0')}-${'x'.repeat(480)}`);
+    for (const key of keys) {
+      await store.tryAcquire({ key, session: holder.credential, ttlMillis: 60_000 });
+      await store.beginWait({ waitId: `w-${key.slice(0, 8)}-${backend}`, sessionId: waiter.record.sessionId, key, instanceId });
+    }
+    const before = payloads.length;
+    await store.closeSession(holder.credential);
+    for (const key of keys) await announcedSoon(key);
+    const sent = payloads.slice(before).filter((p) => p.startsWith('big-'));
+    expect(sent.length).toBeGreaterThan(1);
+    for (const p of sent) expect(Buffer.byteLength(p)).toBeLessThanOrEqual(8000);
+    expect(sent.flatMap((p) => p.split('\n')).sort()).toEqual([...keys].sort());
+  });
+
+  it('a wait vanishes with its session and with its lapsed instance', async () => {
+    const gone = await openTestSession(store);
+    await store.beginWait({ waitId: `w-session-${backend}`, sessionId: gone.record.sessionId, key: 'vanish', instanceId });
+    await store.heartbeatInstance({ instanceId: `i_short_${backend}`, ttlMillis: 1 });
+    const other = await openTestSession(store);
+    await store.beginWait({ waitId: `w-instance-${backend}`, sessionId: other.record.sessionId, key: 'vanish', instanceId: `i_short_${backend}` });
+    expect((await store.waiterCounts(['vanish'])).get('vanish')).toBe(1); // the lapsed instance's wait does not count
+    await store.closeSession(gone.credential);
+    await new Promise((r) => setTimeout(r, 5));
+    expect(await store.expireInstances(100)).toBeGreaterThanOrEqual(1);
+    expect((await store.waiterCounts(['vanish'])).get('vanish')).toBeUndefined();
+    // A rejoining instance learns it was swept (its waits must be recorded again).
+    expect((await store.heartbeatInstance({ instanceId: `i_short_${backend}`, ttlMillis: 60_000 })).joined).toBe(true);
+    expect((await store.heartbeatInstance({ instanceId: `i_short_${backend}`, ttlMillis: 60_000 })).joined).toBe(false);
+  });
+
+  it('publications: each live instance\'s last published JSON, none from a lapsed instance', async () => {
+    await store.heartbeatInstance({ instanceId: `i_pub_live_${backend}`, ttlMillis: 60_000, published: { top: [{ key: 'k', count: 3 }] } });
+    await store.heartbeatInstance({ instanceId: `i_pub_live_${backend}`, ttlMillis: 60_000, published: { top: [{ key: 'k', count: 4 }] } });
+    await store.heartbeatInstance({ instanceId: `i_pub_gone_${backend}`, ttlMillis: 1, published: { top: [] } });
+    await new Promise((r) => setTimeout(r, 5));
+    const published = (await store.instancePublications()).filter((p) => p.instanceId.startsWith('i_pub_'));
+    expect(published).toEqual([{ instanceId: `i_pub_live_${backend}`, published: { top: [{ key: 'k', count: 4 }] } }]);
+  });
+
+  it('marks the youngest wait of a cycle once; a second check finds nothing left to break', async () => {
+    const s1 = await openTestSession(store);
+    const s2 = await openTestSession(store);
+    await store.tryAcquire({ key: 'cyc-a', session: s1.credential, ttlMillis: 60_000 });
+    await store.tryAcquire({ key: 'cyc-b', session: s2.credential, ttlMillis: 60_000 });
+    await store.beginWait({ waitId: `w-older-${backend}`, sessionId: s1.record.sessionId, key: 'cyc-b', instanceId });
+    await new Promise((r) => setTimeout(r, 5));
+    await store.beginWait({ waitId: `w-younger-${backend}`, sessionId: s2.record.sessionId, key: 'cyc-a', instanceId });
+    expect((await store.waitForEdges(100)).filter((e) => e.key.startsWith('cyc-'))).toHaveLength(2);
+    const verdicts = await store.resolveDeadlocks(100, (edges) => chooseDeadlockVictims(edges));
+    expect(verdicts?.map((v) => v.waitId)).toEqual([`w-younger-${backend}`]);
+    expect(await store.resolveDeadlocks(100, (edges) => chooseDeadlockVictims(edges))).toEqual([]);
+    const victims = await store.deadlockVictims(instanceId);
+    expect(victims).toEqual([
+      { waitId: `w-younger-${backend}`, sessions: [s1.record.sessionId, s2.record.sessionId].sort(), keys: expect.arrayContaining(['cyc-a', 'cyc-b']) },
+    ].map((v) => ({ ...v, sessions: expect.arrayContaining(v.sessions) })));
+  });
+});
