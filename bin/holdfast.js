@@ -12,11 +12,13 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const compiled = join(root, 'dist/cli/main.js');
 const source = join(root, 'cli/main.ts');
-const COMPILED_FOLDERS = ['lock', 'exporter', 'contract', 'cli'];
+const COMPILED_FOLDERS = ['lock', 'exporter', 'contract', 'cli', 'client'];
 
 function newestSourceMillis(dir) {
   let newest = 0;
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    // Build output and installed packages are not sources (client/dist is the SDK's own tsup build).
+    if (entry.isDirectory() && (entry.name === 'dist' || entry.name === 'node_modules')) continue;
     const path = join(dir, entry.name);
     if (entry.isDirectory()) newest = Math.max(newest, newestSourceMillis(path));
     else if (entry.name.endsWith('.ts')) newest = Math.max(newest, statSync(path).mtimeMs);

@@ -1,5 +1,6 @@
-/** The CLI's client for the admin and lock-read routes (C3 A1–A6, L7). */
+/** The CLI's client for the admin and lock-read routes (C3 A1–A6, L7) and the operations routes. */
 import type { AuditEntry, LockInfo, LockOutcome, Page, SessionInfo } from '../contract/records.js';
+import { CliError } from './exit-codes.js';
 
 export class ApiError extends Error {
   constructor(
@@ -22,13 +23,32 @@ export interface KillResult {
   auditId: string;
 }
 
+export interface WhoAmI {
+  name: string;
+  role: string;
+}
+
+export interface AuditQuery {
+  limit?: string;
+  cursor?: string;
+  actor?: string;
+  action?: string;
+  target?: string;
+}
+
 /** A7: most contended keys over the server's window. */
 export interface ContentionTop {
   windowMillis: number;
   items: { key: string; contended: number; waiters: number; holderSessionId?: string; holderOwner?: string }[];
 }
 
+/** The server's page-size ceiling (C3 A1/A2 `limit`): walking every page uses it. */
+const LARGEST_PAGE = 1000;
+
 export class AdminApi {
+  /** The `holdfast-backend` header of the last answer (every route sets it). */
+  lastBackend: string | undefined;
+
   constructor(
     private readonly baseUrl: string,
     private readonly token: string | undefined,
@@ -37,8 +57,13 @@ export class AdminApi {
   contention(limit?: string) {
     return this.call<ContentionTop>('GET', `/v1/admin/contention${query({ limit })}`);
   }
-  listLocks(q: { prefix?: string; limit?: string; cursor?: string; sort?: string }) {
+  /** A1; `sort: 'age'` answers one page of the oldest grants (no cursor). */
+  listLocks(q: { prefix?: string; limit?: string; cursor?: string; sort?: 'key' | 'age' }) {
     return this.call<Page<LockInfo>>('GET', `/v1/admin/locks${query(q)}`);
+  }
+  /** Every held lock (A1, all pages): the CLI filters and sorts what the route cannot. */
+  async allLocks(prefix?: string): Promise<LockInfo[]> {
+    return this.allPages((cursor) => this.listLocks({ prefix, cursor, limit: String(LARGEST_PAGE) }));
   }
   readLock(key: string) {
     return this.call<LockInfo>('GET', `/v1/locks/${encodeURIComponent(key)}`);
@@ -52,20 +77,47 @@ export class AdminApi {
   listSessions(q: { limit?: string; cursor?: string }) {
     return this.call<Page<SessionInfo>>('GET', `/v1/admin/sessions${query(q)}`);
   }
+  async allSessions(): Promise<SessionInfo[]> {
+    return this.allPages((cursor) => this.listSessions({ cursor, limit: String(LARGEST_PAGE) }));
+  }
   killSession(sessionId: string, reason: string) {
     return this.call<KillResult>('POST', `/v1/admin/sessions/${encodeURIComponent(sessionId)}/kill`, { reason });
   }
-  listAudit(q: { limit?: string; cursor?: string; actor?: string; target?: string }) {
-    return this.call<Page<AuditEntry>>('GET', `/v1/admin/audit${query(q)}`);
+  listAudit(q: AuditQuery) {
+    return this.call<Page<AuditEntry>>('GET', `/v1/admin/audit${query({ ...q })}`);
   }
   verifyAudit() {
     return this.call<AuditVerification>('GET', '/v1/admin/audit/verify');
   }
+  whoami() {
+    return this.call<WhoAmI>('GET', '/v1/admin/whoami');
+  }
+  readiness() {
+    return this.call<{ status: string; backend?: string }>('GET', '/readyz');
+  }
+  /** The server's `holdfast_build_info` labels, from its /metrics text. */
+  async buildInfo(): Promise<{ version?: string; nodeVersion?: string }> {
+    const text = await this.call<string>('GET', '/metrics', undefined, 'text');
+    const line = text.split('\n').find((l) => l.startsWith('holdfast_build_info{'));
+    const label = (name: string) => line?.match(new RegExp(`[{,]${name}="([^"]*)"`))?.[1];
+    return { version: label('version'), nodeVersion: label('node_version') };
+  }
 
-  private async call<T>(method: string, route: string, body?: unknown): Promise<T> {
+  private async allPages<T>(page: (cursor: string | undefined) => Promise<Page<T>>): Promise<T[]> {
+    const items: T[] = [];
+    let cursor: string | undefined;
+    do {
+      const next = await page(cursor);
+      items.push(...next.items);
+      cursor = next.nextCursor ?? undefined;
+    } while (cursor !== undefined);
+    return items;
+  }
+
+  private async call<T>(method: string, route: string, body?: unknown, as: 'json' | 'text' = 'json'): Promise<T> {
     let response: Response;
     try {
-      response = await fetch(new URL(route, this.baseUrl), {
+      response = await fetch(joinUrl(this.baseUrl, route), {
         method,
         headers: {
           ...(this.token ? { authorization: `Bearer ${this.token}` } : {}),
@@ -74,15 +126,45 @@ export class AdminApi {
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
       });
     } catch (error) {
-      throw new Error(`cannot reach the lock server at ${this.baseUrl} (${(error as Error).cause ?? (error as Error).message}); set HOLDFAST_URL`);
+      throw new CliError(
+        'UNREACHABLE',
+        `cannot reach the lock server at ${this.baseUrl} (${(error as Error).cause ?? (error as Error).message}); set HOLDFAST_URL`,
+      );
     }
+    this.lastBackend = response.headers.get('holdfast-backend') ?? this.lastBackend;
     const text = await response.text();
-    const parsed = text ? (JSON.parse(text) as unknown) : undefined;
     if (!response.ok) {
-      const error = (parsed as { error?: { code: string; message: string } } | undefined)?.error;
+      const error = parseJson<{ error?: { code: string; message: string } }>(text)?.error;
       throw new ApiError(response.status, error?.code ?? 'UNKNOWN', error?.message ?? text);
     }
+    if (as === 'text') return text as T;
+    const parsed = parseJson<T>(text);
+    if (parsed === undefined && text !== '') {
+      throw new CliError('NOT_HOLDFAST', `${joinUrl(this.baseUrl, route)} did not answer JSON: is HOLDFAST_URL a Holdfast server?`);
+    }
     return parsed as T;
+  }
+}
+
+/**
+ * `route` appended to the base URL's path, so a server behind a path prefix works:
+ * `http://host/holdfast` + `/v1/admin/locks` → `http://host/holdfast/v1/admin/locks`
+ * (`new URL(route, base)` would drop `/holdfast`).
+ */
+export function joinUrl(baseUrl: string, route: string): string {
+  const base = new URL(baseUrl);
+  const [path, search] = route.split('?', 2) as [string, string | undefined];
+  base.pathname = `${base.pathname.replace(/\/+$/, '')}${path}`;
+  base.search = search ?? '';
+  return base.toString();
+}
+
+function parseJson<T>(text: string): T | undefined {
+  if (text === '') return undefined;
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    return undefined;
   }
 }
 

@@ -138,6 +138,19 @@ describe('production install (npm ci --omit=dev) of the compiled server', () => 
     expect(await response.text()).toBe(readFileSync(path.join(root, 'docs/openapi.json'), 'utf8'));
   });
 
+  it('the compiled CLI runs a command under a lock (the SDK is compiled in) and knows its version', async () => {
+    const env = productionEnv({ HOLDFAST_URL: url, HOLDFAST_TOKEN: OPERATOR_TOKEN });
+    const locked = await run(process.execPath, ['bin/holdfast.js', 'lock', 'prod/cli-lock', '--', 'sh', '-c', 'echo "$HOLDFAST_LOCK_KEY $HOLDFAST_FENCING_TOKEN"'], {
+      cwd: app,
+      env,
+      timeout: 30_000,
+    });
+    expect(locked.stdout.trim()).toMatch(/^prod\/cli-lock \d+$/);
+    const { version } = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string };
+    const shown = JSON.parse((await run(process.execPath, ['bin/holdfast.js', 'version', '-o', 'json'], { cwd: app, env, timeout: 30_000 })).stdout);
+    expect(shown).toMatchObject({ cli: { version }, server: { reachable: true, version } });
+  });
+
   it('stops cleanly on SIGTERM (exit 0)', async () => {
     server!.kill('SIGTERM');
     expect(await exited).toBe(0);

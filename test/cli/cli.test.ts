@@ -123,8 +123,7 @@ describe('holdfast CLI', () => {
     const sessionToken = opened.body.sessionToken as string;
     expect(sessionToken.length).toBeGreaterThanOrEqual(22);
     expect((await api.acquire('leak/check', { sessionId: leakSession })).status).toBe(200);
-    const outputs: string[] = [];
-    for (const args of [
+    const commands = [
       ['locks', 'ls'],
       ['--json', 'locks', 'ls'],
       ['locks', 'show', 'leak/check'],
@@ -132,12 +131,13 @@ describe('holdfast CLI', () => {
       ['sessions', 'ls'],
       ['--json', 'sessions', 'ls'],
       ['--json', 'audit'],
-    ]) {
-      const result = await holdfast(server, args);
-      expect(result.code, args.join(' ')).toBe(0);
-      outputs.push(result.stdout, result.stderr);
-    }
-    const all = outputs.join('\n');
+      ['-o', 'wide', 'locks', 'ls'],
+      ['-o', 'json', 'sessions', 'show', leakSession],
+    ];
+    // At once: each run is a process start, seconds apiece on a busy machine.
+    const results = await Promise.all(commands.map((args) => holdfast(server, args)));
+    results.forEach((result, i) => expect(result.code, commands[i]!.join(' ')).toBe(0));
+    const all = results.flatMap((result) => [result.stdout, result.stderr]).join('\n');
     expect(all).toContain(leakSession);
     expect(all).not.toContain(sessionToken);
     await api.closeSession(leakSession);

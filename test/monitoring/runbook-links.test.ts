@@ -5,29 +5,35 @@
  */
 import { existsSync } from 'node:fs';
 import { dirname, join, normalize } from 'node:path';
+import type { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { runbookPath } from '../../alerts/define-alert.js';
 import { repoConfig } from '../../scripts/gen.js';
 import { REPO_ROOT, alertingRules, alertNames, read, runbookPaths } from './sources.js';
+import { buildProgram } from '../../cli/program.js';
 
 /** Console pages of the operations console (app/). */
 const CONSOLE_PAGES = ['/', '/locks', '/locks/<key>', '/sessions', '/audit'];
 
 /**
- * The `holdfast` CLI surface from the working agreement: command words and
- * the flags each accepts (plus the global --json/--url/--token).
+ * The `holdfast` CLI surface, read from its commander tree (cli/program.ts):
+ * command words → the flags each accepts, plus the global ones (--url, -o, --json, …).
  */
-const CLI: Record<string, readonly string[]> = {
-  server: [],
-  // --sort age|waiters|key: the on-call listing of issue 13 (lands with the CLI work).
-  'locks ls': ['--prefix', '--limit', '--cursor', '--sort'],
-  'locks show': [],
-  revoke: ['--reason', '--expect-token'],
-  'sessions ls': ['--limit', '--cursor'],
-  'sessions kill': ['--reason'],
-  audit: ['--verify', '--limit', '--cursor', '--actor', '--target'],
-};
-const GLOBAL_FLAGS = ['--json', '--url', '--token'];
+function cliSurface(): { commands: Record<string, readonly string[]>; globalFlags: readonly string[] } {
+  const { program } = buildProgram();
+  const flags = (command: Command) => command.options.filter((o) => !o.hidden).flatMap((o) => [o.long, o.short].filter((f): f is string => f !== undefined));
+  const commands: Record<string, readonly string[]> = {};
+  const walk = (command: Command, path: string) => {
+    for (const sub of command.commands) {
+      const words = path ? `${path} ${sub.name()}` : sub.name();
+      commands[words] = flags(sub);
+      walk(sub, words);
+    }
+  };
+  walk(program, '');
+  return { commands, globalFlags: flags(program) };
+}
+const { commands: CLI, globalFlags: GLOBAL_FLAGS } = cliSurface();
 
 const INDEX = 'runbooks/README.md';
 const PROCEDURES = ['runbooks/force-revoke.md', 'runbooks/session-kill.md'];
@@ -115,6 +121,14 @@ describe('runbook content', () => {
       ];
     });
     expect(problems).toEqual([]);
+  });
+
+  it('the CLI has the on-call commands the runbooks rely on', () => {
+    expect(CLI['locks ls']).toEqual(expect.arrayContaining(['--prefix', '--sort', '--older-than', '--owner', '--session']));
+    for (const command of ['locks show', 'revoke', 'sessions ls', 'sessions show', 'sessions kill', 'audit', 'lock', 'status', 'version']) {
+      expect(CLI[command], command).toBeDefined();
+    }
+    expect(GLOBAL_FLAGS).toEqual(expect.arrayContaining(['--url', '--json', '-o', '--output']));
   });
 
   it('every holdfast command in the runbooks exists in the CLI, with flags it accepts', () => {

@@ -1,0 +1,57 @@
+/** `holdfast lock KEY [--ttl MS] [--wait MS] -- CMD [ARGS…]`: run CMD while holding KEY. */
+import { Option, type Command } from 'commander';
+import type { CliContext } from '../context.js';
+import { parseMillis } from '../duration.js';
+import { CliError, EXIT } from '../exit-codes.js';
+import { runLocked } from '../run-locked.js';
+
+interface LockOptions {
+  ttl?: number;
+  wait?: number;
+  grace: number;
+  owner?: string;
+}
+
+export function registerLock(program: Command, ctx: CliContext): void {
+  program
+    .command('lock <key> <command...>')
+    .description('run COMMAND while holding KEY (renewed in the background) and exit with its exit code')
+    .addOption(new Option('--ttl <ms>', "lock TTL in ms, renewed every third of it (default: the server's, 30 s)").argParser(parseMillis))
+    .addOption(new Option('--wait <ms>', 'give up (exit 3) if not granted within this many ms; 0 tries once (default: wait until granted)').argParser(parseMillis))
+    .addOption(new Option('--grace <ms>', 'after the lock is lost: SIGTERM, then SIGKILL this much later').argParser(parseMillis).default(10_000))
+    .option('--owner <owner>', 'owner shown in locks ls and the console (default: holdfast lock USER@HOST pid PID)')
+    .addHelpText(
+      'after',
+      `
+Put -- before COMMAND when it has options of its own: holdfast lock jobs/nightly -- ./backup.sh --full
+COMMAND gets HOLDFAST_LOCK_KEY and HOLDFAST_FENCING_TOKEN in its environment: pass the token with every write.
+Exit: COMMAND's exit code (128+N if killed by signal N); 3 not granted within --wait; 4 the lock was lost while
+COMMAND ran (COMMAND got SIGTERM); 1 the server refused or could not be reached; 2 usage; 127 COMMAND not found.
+SIGINT/SIGTERM/SIGHUP are passed to COMMAND; the lock is released after it exits.`,
+    )
+    .action(async (key: string, command: string[], opts: LockOptions) => {
+      const [executable, ...args] = command as [string, ...string[]];
+      const result = await runLocked({
+        url: ctx.url,
+        token: await ctx.token(),
+        key,
+        ...(opts.ttl !== undefined ? { ttlMillis: opts.ttl } : {}),
+        ...(opts.wait !== undefined ? { waitMillis: opts.wait } : {}),
+        graceMillis: opts.grace,
+        ...(opts.owner !== undefined ? { owner: opts.owner } : {}),
+        command: executable,
+        args,
+        note: (message) => process.stderr.write(`holdfast: ${message}\n`),
+      });
+      switch (result.outcome) {
+        case 'not_granted':
+          throw new CliError('NOT_GRANTED', `${key} was not granted within ${opts.wait} ms; ${executable} did not run`, EXIT.unchanged);
+        case 'lost':
+          throw new CliError('LOCK_LOST', `${key} (fencing token ${result.fencingToken}) was lost while ${executable} ran: ${result.reason}`, EXIT.lockLost);
+        case 'interrupted':
+          throw new CliError('INTERRUPTED', `${result.signal} while waiting for ${key}; ${executable} did not run`, result.exitCode);
+        case 'exited':
+          process.exitCode = result.exitCode;
+      }
+    });
+}

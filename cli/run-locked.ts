@@ -1,0 +1,154 @@
+/**
+ * `holdfast lock`: run a command while holding a lock, through the SDK
+ * (`session.withLock` renews it in the background), like `etcdctl lock` and
+ * `consul lock`.
+ *
+ * - Not granted within the wait → not started, result `not_granted`.
+ * - The lock is lost while the command runs (revoked, expired unrenewed,
+ *   session killed): the command gets SIGTERM at once and SIGKILL after the
+ *   grace period — its fencing token no longer protects anything, so it must
+ *   stop writing — and the result is `lost`.
+ * - SIGINT/SIGTERM/SIGHUP to holdfast go to the command; the lock is released
+ *   after the command exits (never while it may still write). Before the grant
+ *   they stop the wait instead.
+ * - The session is closed at the end, whatever happened.
+ */
+import { spawn } from 'node:child_process';
+import { constants as osConstants, hostname, userInfo } from 'node:os';
+import { AcquirePolicy, LockClient, MAX_WAIT_MILLIS, type LockHandle } from '../client/index.js';
+import { CliError, EXIT } from './exit-codes.js';
+
+export interface RunLockedOptions {
+  url: string;
+  token?: string;
+  key: string;
+  /** Lock TTL; the server's default when omitted. */
+  ttlMillis?: number;
+  /** How long to wait for the lock; undefined waits until granted. */
+  waitMillis?: number;
+  /** SIGTERM → SIGKILL grace after the lock is lost. */
+  graceMillis: number;
+  owner?: string;
+  command: string;
+  args: string[];
+  /** Progress notes for a human (stderr). */
+  note(message: string): void;
+}
+
+export type RunLockedResult =
+  | { outcome: 'exited'; exitCode: number; fencingToken: string }
+  | { outcome: 'lost'; exitCode: number; fencingToken: string; reason: string }
+  | { outcome: 'not_granted'; exitCode: number }
+  | { outcome: 'interrupted'; exitCode: number; signal: NodeJS.Signals };
+
+const FORWARDED_SIGNALS: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+/** One SDK acquire call's budget while waiting without end: the loop below starts another. */
+const WAIT_ROUND_MILLIS = 60_000;
+
+export async function runLocked(options: RunLockedOptions): Promise<RunLockedResult> {
+  const client = new LockClient({ baseUrl: options.url, ...(options.token ? { token: options.token } : {}) });
+  const interrupt = new AbortController();
+  let child: ReturnType<typeof spawn> | undefined;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (child !== undefined) child.kill(signal);
+    else interrupt.abort(signal);
+  };
+  for (const signal of FORWARDED_SIGNALS) process.on(signal, onSignal);
+
+  try {
+    const session = await client.openSession({ owner: options.owner ?? defaultOwner() });
+    try {
+      const deadline = options.waitMillis === undefined ? Infinity : Date.now() + options.waitMillis;
+      for (;;) {
+        const budget = Math.max(0, Math.min(deadline - Date.now(), WAIT_ROUND_MILLIS));
+        const policy = new AcquirePolicy({
+          totalBudgetMillis: budget,
+          waitMillis: Math.min(budget, MAX_WAIT_MILLIS),
+          maxAttempts: 1_000_000,
+          baseBackoffMillis: 50,
+          maxBackoffMillis: 1_000,
+        });
+        let result: RunLockedResult | null;
+        try {
+          result = await session.withLock(options.key, (handle) => supervise(handle, options, (c) => (child = c)), {
+            policy,
+            signal: interrupt.signal,
+            ...(options.ttlMillis !== undefined ? { ttlMillis: options.ttlMillis } : {}),
+          });
+        } catch (error) {
+          if (interrupt.signal.aborted) {
+            const signal = interrupt.signal.reason as NodeJS.Signals;
+            return { outcome: 'interrupted', signal, exitCode: 128 + (osConstants.signals[signal] ?? 0) };
+          }
+          throw error;
+        }
+        if (result !== null) return result;
+        if (Date.now() >= deadline) return { outcome: 'not_granted', exitCode: EXIT.unchanged };
+      }
+    } finally {
+      await session.close().catch((error: unknown) => options.note(`could not close the session: ${(error as Error).message}`));
+    }
+  } finally {
+    for (const signal of FORWARDED_SIGNALS) process.off(signal, onSignal);
+  }
+}
+
+/** Start the command under `handle` and wait for it; stop it if the lock is lost. */
+function supervise(
+  handle: LockHandle,
+  options: RunLockedOptions,
+  started: (child: ReturnType<typeof spawn>) => void,
+): Promise<RunLockedResult> {
+  const fencingToken = handle.fencingToken;
+  if (handle.lost) {
+    return Promise.resolve({ outcome: 'lost', exitCode: EXIT.lockLost, fencingToken, reason: String(handle.signal.reason) });
+  }
+  return new Promise((resolve, reject) => {
+    const child = spawn(options.command, options.args, {
+      stdio: 'inherit',
+      env: { ...process.env, HOLDFAST_LOCK_KEY: handle.key, HOLDFAST_FENCING_TOKEN: fencingToken },
+    });
+    started(child);
+    let lostReason: string | undefined;
+    let killTimer: NodeJS.Timeout | undefined;
+    const onLost = () => {
+      if (!handle.lost) return; // aborted by our own release after exit: not a loss
+      lostReason = (handle.signal.reason as Error | undefined)?.message ?? 'lock lost';
+      options.note(`lock ${JSON.stringify(handle.key)} lost (${lostReason}): stopping the command (SIGTERM, SIGKILL in ${options.graceMillis} ms)`);
+      child.kill('SIGTERM');
+      killTimer = setTimeout(() => child.kill('SIGKILL'), options.graceMillis);
+    };
+    handle.signal.addEventListener('abort', onLost, { once: true });
+    child.once('error', (error: NodeJS.ErrnoException) => {
+      handle.signal.removeEventListener('abort', onLost);
+      reject(
+        new CliError(
+          'COMMAND_NOT_STARTED',
+          `cannot run ${options.command}: ${error.code ?? error.message}`,
+          error.code === 'ENOENT' || error.code === 'EACCES' ? EXIT.commandNotFound : EXIT.failed,
+        ),
+      );
+    });
+    child.once('exit', (code, signal) => {
+      handle.signal.removeEventListener('abort', onLost);
+      if (killTimer) clearTimeout(killTimer);
+      const exitCode = code ?? 128 + (signal ? (osConstants.signals[signal] ?? 0) : 0);
+      resolve(
+        lostReason !== undefined
+          ? { outcome: 'lost', exitCode: EXIT.lockLost, fencingToken, reason: lostReason }
+          : { outcome: 'exited', exitCode, fencingToken },
+      );
+    });
+  });
+}
+
+/** Who holds the lock, as the console and `locks ls --owner` show it (≤ 128 characters). */
+function defaultOwner(): string {
+  let user = 'unknown';
+  try {
+    user = userInfo().username;
+  } catch {
+    // No passwd entry (some containers): keep "unknown".
+  }
+  return `holdfast lock ${user}@${hostname()} pid ${process.pid}`.slice(0, 128);
+}
