@@ -125,7 +125,7 @@ describe.each(STORES)('insight routes on %s', (storeName) => {
       const answer = await get('/v1/admin/waits', server.viewerToken);
       return answer.body.items.some((w: any) => w.holderSessionId === holder) ? answer.body : null;
     });
-    expect(graph).toEqual({ scope: 'instance', items: [{ waiterSessionId: waiter, key: 'insight/wait', holderSessionId: holder }], cycles: [] });
+    expect(graph).toEqual({ scope: 'instance', items: [{ waiterSessionId: waiter, key: 'insight/wait', holderSessionId: holder }], cycles: [], broken: [] });
     await api.release('insight/wait', { sessionId: holder, fencingToken: grant.fencingToken });
     expect((await waiting).status).toBe(200);
     expect((await get('/v1/admin/waits', server.viewerToken)).body.items).toEqual([]);
