@@ -10,23 +10,9 @@ import { PgliteDatabase } from '../../lock/store/sql/pglite-database.js';
 import { SqlLockStore } from '../../lock/store/sql/sql-store.js';
 import type { SqlDatabase } from '../../lock/store/sql/queryable.js';
 import type { TryAcquireResult } from '../../lock/store/spi.js';
+import { countingDatabase } from '../support/counting-database.js';
 import { sharedPostgres } from '../support/server.js';
 import { openTestSession } from '../support/store-sessions.js';
-
-/** Counts statements reaching the database. */
-function counting(db: SqlDatabase) {
-  let statements = 0;
-  const wrapped: SqlDatabase = {
-    query: (sql, params) => {
-      statements++;
-      return db.query(sql, params);
-    },
-    exec: (sql) => db.exec(sql),
-    transaction: (work) => db.transaction(work),
-    close: () => db.close(),
-  };
-  return { db: wrapped, statements: () => statements };
-}
 
 function grantToken(result: TryAcquireResult): bigint {
   if (result.kind !== 'granted') throw new Error(`expected a grant, got ${result.kind}`);
@@ -38,7 +24,7 @@ describe.each(['postgres', 'embedded'] as const)('acquire batching on %s', (back
   let statements: () => number;
   beforeAll(async () => {
     const raw = backend === 'postgres' ? new PgDatabase(await (await sharedPostgres()).createDatabase()) : await PgliteDatabase.open();
-    const counted = counting(raw);
+    const counted = countingDatabase(raw);
     statements = counted.statements;
     store = new SqlLockStore(counted.db, backend);
     await store.init();

@@ -9,23 +9,9 @@ import { PgliteDatabase } from '../../lock/store/sql/pglite-database.js';
 import { SqlLockStore } from '../../lock/store/sql/sql-store.js';
 import type { SqlDatabase } from '../../lock/store/sql/queryable.js';
 import type { HeartbeatResult } from '../../lock/store/spi.js';
+import { countingDatabase } from '../support/counting-database.js';
 import { sharedPostgres } from '../support/server.js';
 import { openTestSession, type TestSession } from '../support/store-sessions.js';
-
-/** Counts statements reaching the database outside transactions. */
-function counting(db: SqlDatabase) {
-  let statements = 0;
-  const wrapped: SqlDatabase = {
-    query: (sql, params) => {
-      statements++;
-      return db.query(sql, params);
-    },
-    exec: (sql) => db.exec(sql),
-    transaction: (work) => db.transaction(work),
-    close: () => db.close(),
-  };
-  return { db: wrapped, statements: () => statements };
-}
 
 describe.each(['postgres', 'embedded'] as const)('heartbeat batching on %s', (backend) => {
   let store: SqlLockStore;
@@ -33,7 +19,7 @@ describe.each(['postgres', 'embedded'] as const)('heartbeat batching on %s', (ba
   let statements: () => number;
   beforeAll(async () => {
     raw = backend === 'postgres' ? new PgDatabase(await (await sharedPostgres()).createDatabase()) : await PgliteDatabase.open();
-    const counted = counting(raw);
+    const counted = countingDatabase(raw);
     statements = counted.statements;
     store = new SqlLockStore(counted.db, backend);
     await store.init();

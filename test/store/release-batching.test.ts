@@ -8,31 +8,17 @@ import { PgliteDatabase } from '../../lock/store/sql/pglite-database.js';
 import { SqlLockStore } from '../../lock/store/sql/sql-store.js';
 import type { SqlDatabase } from '../../lock/store/sql/queryable.js';
 import type { LockGrant } from '../../contract/records.js';
+import { countingDatabase } from '../support/counting-database.js';
 import { sharedPostgres } from '../support/server.js';
 import { openTestSession } from '../support/store-sessions.js';
 import type { ReleaseResult } from '../../lock/store/spi.js';
-
-/** Counts statements reaching the database. */
-function counting(db: SqlDatabase) {
-  let statements = 0;
-  const wrapped: SqlDatabase = {
-    query: (sql, params) => {
-      statements++;
-      return db.query(sql, params);
-    },
-    exec: (sql) => db.exec(sql),
-    transaction: (work) => db.transaction(work),
-    close: () => db.close(),
-  };
-  return { db: wrapped, statements: () => statements };
-}
 
 describe.each(['postgres', 'embedded'] as const)('release batching on %s', (backend) => {
   let store: SqlLockStore;
   let statements: () => number;
   beforeAll(async () => {
     const raw = backend === 'postgres' ? new PgDatabase(await (await sharedPostgres()).createDatabase()) : await PgliteDatabase.open();
-    const counted = counting(raw);
+    const counted = countingDatabase(raw);
     statements = counted.statements;
     store = new SqlLockStore(counted.db, backend);
     await store.init();
