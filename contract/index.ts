@@ -7,3 +7,4 @@ export * from './records.js';
 export * from './errors.js';
 export * from './metric-table.js';
 export * from './lock-events.js';
+export * from './insight.js';

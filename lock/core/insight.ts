@@ -10,6 +10,7 @@
  * window's summary with its instance heartbeat, and A7 merges them (mergeTopK).
  */
 import type { AuditEntry, LockGrant, LockInfo } from '../../contract/records.js';
+import type { BrokenDeadlock, ContendedKey, WaitGraph } from '../../contract/insight.js';
 import type { HoldOutcome } from '../../contract/metric-table.js';
 import type { LockEvents } from '../../contract/lock-events.js';
 import type { EndedLock, HeldLock, LockStore } from '../store/spi.js';
@@ -18,41 +19,11 @@ import { LockHistory, type LockHistoryEvent } from './lock-history.js';
 import { findCycles, type WaitEdge } from './wait-graph.js';
 import type { WaiterRegistry } from './waiters.js';
 
+export type { BrokenDeadlock, ContendedKey, WaitGraph };
+
 export interface LockInsightOptions {
   contention?: ContentionTopOptions;
   historyCapacity?: number;
-}
-
-export interface ContendedKey {
-  key: string;
-  /** Contended attempts in the window (an upper bound once more keys are contended than there are counters). */
-  contended: number;
-  waiters: number;
-  holderSessionId?: string;
-  holderOwner?: string;
-}
-
-/** A wait-for cycle the fleet broke by answering its youngest wait DEADLOCK_DETECTED. */
-export interface BrokenDeadlock {
-  at: number;
-  /** Sessions and keys of the cycle. */
-  sessions: string[];
-  keys: string[];
-  /** The wait answered 409 DEADLOCK_DETECTED (it kept what it held). */
-  victimSessionId: string;
-  key: string;
-}
-
-export interface WaitGraph {
-  scope: 'instance';
-  items: WaitEdge[];
-  /** Sessions of each cycle (deadlock) in the graph. */
-  cycles: string[][];
-  /**
-   * Cycles broken lately, newest first, as answered by this instance: a cycle lives for less
-   * than a second once the fleet's deadlock check sees it, so the graph alone rarely shows one.
-   */
-  broken: BrokenDeadlock[];
 }
 
 /** Broken cycles the waits view keeps (per instance, newest first). */

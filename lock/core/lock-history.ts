@@ -9,28 +9,9 @@
  * Per instance and not durable: the audit trail (store-wide, hash-chained) is
  * the record of revokes and kills; this is the recent story around them.
  */
-import type { FencingToken } from '../../contract/records.js';
+import type { LockHistoryEvent, LockHistoryKind } from '../../contract/insight.js';
 
-export type LockHistoryKind = 'granted' | 'released' | 'expired' | 'revoked' | 'session_ended';
-
-export interface LockHistoryEvent {
-  /** When the event happened: the store's instant where the record carries one, else this instance's clock. */
-  at: number;
-  kind: LockHistoryKind;
-  key: string;
-  /** The session that held (or was granted) the lock. */
-  sessionId: string;
-  owner?: string;
-  fencingToken: FencingToken;
-  /** Milliseconds from grant to end (ended kinds). */
-  heldMillis?: number;
-  /** Operator (token name) behind a revoke or a kill. */
-  actor?: string;
-  reason?: string;
-  /** expired: ttl; session_ended: session_ttl | session_closed | session_killed. */
-  cause?: string;
-  auditId?: string;
-}
+export type { LockHistoryEvent, LockHistoryKind };
 
 export const DEFAULT_LOCK_HISTORY_CAPACITY = 10_000;
 

@@ -3,13 +3,9 @@
  * held by whom, and the cycles (deadlocks) among them. Sessions are the nodes;
  * a waiter whose holder is known is an edge waiter → holder.
  */
+import type { WaitEdge } from '../../contract/insight.js';
 
-export interface WaitEdge {
-  waiterSessionId: string;
-  key: string;
-  /** Null until the waiter's first try has seen the holder. */
-  holderSessionId: string | null;
-}
+export type { WaitEdge };
 
 /**
  * The sessions of each cycle: strongly connected components (Tarjan) with more

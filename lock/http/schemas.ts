@@ -37,6 +37,7 @@ import {
   SessionInfoSchema,
   StringEnum,
 } from '../../contract/records.js';
+import { ContentionTopSchema, LockHistoryEventSchema, WaitGraphSchema } from '../../contract/insight.js';
 
 // ---- request parts ----
 
@@ -142,61 +143,6 @@ const sloWindow = strictObject({
   availability: Type.Union([Type.Number({ minimum: 0, maximum: 1 }), Type.Null()], { description: 'null with no requests' }),
 });
 export const ADMIN_ROLES = ['viewer', 'operator'] as const;
-
-const ContentionSchema = strictObject(
-  {
-    windowMillis: Type.Integer({ minimum: 0 }),
-    items: Type.Array(
-      strictObject({
-        key: Type.String(),
-        contended: Type.Integer({ minimum: 0, description: 'contended attempts in the window (an upper bound past the counter capacity)' }),
-        waiters: Type.Integer({ minimum: 0 }),
-        holderSessionId: Type.Optional(SessionIdSchema),
-        holderOwner: Type.Optional(Type.String()),
-      }),
-    ),
-  },
-  'A7: the most contended keys in the window, most contended first: merged across the live instances on the SQL stores, this instance’s own on etcd.',
-);
-
-const LockHistoryEventSchema = strictObject({
-  at: Type.Integer({ minimum: 0 }),
-  kind: StringEnum(['granted', ...HOLD_OUTCOMES]),
-  key: Type.String(),
-  sessionId: SessionIdSchema,
-  owner: Type.Optional(Type.String()),
-  fencingToken: FencingTokenSchema,
-  heldMillis: Type.Optional(Type.Integer({ minimum: 0 })),
-  actor: Type.Optional(Type.String()),
-  reason: Type.Optional(Type.String()),
-  cause: Type.Optional(Type.String({ description: 'expired: ttl; session_ended: session_ttl | session_closed | session_killed' })),
-  auditId: Type.Optional(Type.String()),
-});
-
-const WaitGraphSchema = strictObject(
-  {
-    scope: Type.Literal('instance'),
-    items: Type.Array(
-      strictObject({
-        waiterSessionId: SessionIdSchema,
-        key: Type.String(),
-        holderSessionId: Type.Union([SessionIdSchema, Type.Null()], { description: "null until the waiter's first try saw the holder" }),
-      }),
-    ),
-    cycles: Type.Array(Type.Array(SessionIdSchema), { description: 'the sessions of each wait-for cycle (deadlock)' }),
-    broken: Type.Array(
-      strictObject({
-        at: Type.Integer({ description: 'epoch ms when the victim was answered' }),
-        sessions: Type.Array(SessionIdSchema, { description: 'the sessions of the cycle' }),
-        keys: Type.Array(Type.String(), { description: 'the keys of the cycle' }),
-        victimSessionId: SessionIdSchema,
-        key: Type.String({ description: 'the key the victim waited for when it was answered 409 DEADLOCK_DETECTED' }),
-      }),
-      { description: 'cycles broken lately by answering their youngest wait DEADLOCK_DETECTED, newest first (this instance, at most 20)' },
-    ),
-  },
-  'A7w: the wait-for graph as this instance holds it, and the deadlocks it broke lately.',
-);
 
 const SummarySchema = strictObject(
   {
@@ -476,7 +422,7 @@ export const routeSchemas = {
     tags: ['admin'],
     security: ADMIN_TOKEN,
     querystring: contentionQuery,
-    response: { 200: ContentionSchema, ...errorResponses(...ADMIN_ERRORS) },
+    response: { 200: ContentionTopSchema, ...errorResponses(...ADMIN_ERRORS) },
   },
   keyHistory: {
     operationId: 'keyHistory',
