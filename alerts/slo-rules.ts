@@ -57,7 +57,7 @@ function ratioRule(ctx: RuleContext, record: string, requests: string, errors: s
 
 /** Windows the burn-rate alerts read; evaluated at the global interval. */
 export function sloRateGroup(ctx: RuleContext): RuleGroup {
-  const rules: RecordingRule[] = [];
+  const rules: RecordingRule[] = [{ record: RECORDED.errorBudget, expr: `vector(${sloModel(ctx.config).errorBudget})` }];
   for (const window of sloModel(ctx.config).rateWindows) {
     const requests = RECORDED.requestsRate(window);
     const errors = RECORDED.errorsRate(window);

@@ -81,6 +81,8 @@ export const RECORDED = {
   requestsIncrease: `holdfast:slo_requests:increase${COMPLIANCE_WINDOW}`,
   errorsIncrease: `holdfast:slo_errors:increase${COMPLIANCE_WINDOW}`,
   errorRatioCompliance: `holdfast:slo_errors:ratio_increase${COMPLIANCE_WINDOW}`,
+  /** 1 − objective as a series, so readers (the console) divide by the configured budget, not a copy of it. */
+  errorBudget: 'holdfast:slo_error_budget:ratio',
 } as const;
 
 /** Days until the budget is gone at a burn factor, for alert text. */

@@ -248,6 +248,9 @@ test('the burn-rate card shows what a real Prometheus computes from the generate
   const budgetExpr = '1 - max(holdfast:slo_errors:ratio_increase30d) / 0.001';
   for (const w of windows) await prometheus.until(burnExpr(w));
   await prometheus.until(budgetExpr);
+  // The console divides by the recorded budget (1 − objective): 0.001 with the default objective.
+  const [recordedBudget] = await prometheus.query('holdfast:slo_error_budget:ratio');
+  expect(Number(recordedBudget!.value[1])).toBe(0.001);
 
   await signInWithForm(page, e2e.operatorToken, stack.consoleUrl);
   const card = page.getByTestId('fig-slo');

@@ -99,6 +99,7 @@ describe('monitoring config', () => {
     const fastBurn = all.find((r) => r.alert === 'HoldfastErrorBudgetFastBurn')!;
     expect(fastBurn.expr).toContain('(14.4 * 0.005)');
     expect(fastBurn.annotations!.description).toContain('the 0.5% budget of a 99.5% objective');
+    expect(all.find((r) => r.record === 'holdfast:slo_error_budget:ratio')!.expr).toBe('vector(0.005)');
 
     const files = generatedFiles(config);
     expect(files['alerts/alertmanager/alertmanager.yml']).toContain('group_wait: 10s');

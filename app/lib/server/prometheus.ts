@@ -5,8 +5,11 @@
  */
 import { prometheusUrl } from './config';
 
-/** S1's allowed error ratio: 1 - 99.9 %. */
-const ERROR_BUDGET_RATIO = 0.001;
+/**
+ * S1's allowed error ratio (1 − objective) as the generated rules record it, so an objective
+ * changed in monitoring.config.yaml reaches the console without a second copy of it here.
+ */
+const ERROR_BUDGET_RATIO = 'scalar(holdfast:slo_error_budget:ratio)';
 
 /**
  * Built on the recording rules alerts/holdfast-slo.rules.yml generates. Burn rate is the
