@@ -65,12 +65,12 @@ export class AcquireBatcher {
       this.pending.push({ lockKey, build, resolve, reject });
       if (!this.scheduled) {
         this.scheduled = true;
-        setImmediate(() => this.flush());
+        setImmediate(() => void this.flush());
       }
     });
   }
 
-  private flush(): void {
+  private async flush(): Promise<void> {
     this.scheduled = false;
     let queue = this.pending;
     this.pending = [];
@@ -87,8 +87,9 @@ export class AcquireBatcher {
           later.push(request);
         }
       }
-      // Batches of one turn go out in order; etcd commits them in the order they arrive.
-      void this.send(batch);
+      // A later batch of the same turn goes out once the earlier one is answered: calls in flight
+      // together may reach etcd in either order, and a key asked for twice is decided in request order.
+      await this.send(batch);
       queue = later;
     }
   }
