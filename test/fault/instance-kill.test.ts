@@ -1,5 +1,5 @@
 /**
- * Fault (c): one of two Holdfast instances on one PostgreSQL SIGKILLed under
+ * Fault (c): one of two Holdfast instances on one PostgreSQL, and on one etcd, SIGKILLed under
  * load. The SDK, given both endpoints, moves to the survivor and keeps its
  * sessions; 0 fenced writes refused, 0 overlapping grants; grants resume within
  * seconds. A waiter parked on the dead instance is gone within one session TTL:
@@ -7,26 +7,38 @@
  * counted that waiter while A lived (fleet-wide wait state, h11-fleet), shows
  * no waiter on the key.
  */
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { LockClient } from '../../client/client.js';
 import { startWorkload } from '../support/fault-workload.js';
 import { eventually, httpClient } from '../support/http.js';
 import { spawnServer, type ServerProcess } from '../support/server-process.js';
+import { startEtcd, type EtcdNode } from '../support/etcd.js';
+import { FLEET_STORES } from '../support/fleet-pair.js';
 import { sharedPostgres } from '../support/server.js';
 
 // Long enough that a session survives this shared, loaded machine (load average 20–30) between heartbeats.
 const SESSION_TTL = 10_000;
+
+describe.each(FLEET_STORES)('two instances on one %s', (store) => {
 let a: ServerProcess;
 let b: ServerProcess;
+let etcd: EtcdNode | undefined;
 
 beforeAll(async () => {
-  const databaseUrl = await (await sharedPostgres()).createDatabase();
-  const env = { HOLDFAST_STORE: 'postgres', DATABASE_URL: databaseUrl, HOLDFAST_PG_POOL_SIZE: '8' };
+  let env: Record<string, string>;
+  if (store === 'postgres') {
+    env = { HOLDFAST_STORE: 'postgres', DATABASE_URL: await (await sharedPostgres()).createDatabase(), HOLDFAST_PG_POOL_SIZE: '8' };
+  } else {
+    etcd = await startEtcd();
+    env = { HOLDFAST_STORE: 'etcd', ETCD_ENDPOINTS: etcd.endpoints.join(',') };
+  }
   a = await spawnServer(env);
   b = await spawnServer(env);
 }, 120_000);
 afterAll(async () => {
   for (const server of [a, b]) if (server && server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
+  await Promise.all([a?.exited, b?.exited]);
+  await etcd?.stop();
 });
 
 test('SIGKILL one of two instances under load: the SDK moves to the other, 0 overlaps, the dead waiter is gone within a session TTL', async () => {
@@ -101,3 +113,4 @@ test('SIGKILL one of two instances under load: the SDK moves to the other, 0 ove
   expect(listedHolder).toMatchObject({ held: true, sessionId: listedSession.sessionId, fencingToken: listedHandle!.fencingToken });
   expect(lockView).toMatchObject({ held: true, sessionId: blocker, waiterCount: 0 });
 }, 120_000);
+});
