@@ -76,6 +76,8 @@ import {
   rangeResult,
   rangeResults,
 } from './ops.js';
+import { AcquireBatcher } from './acquire-batcher.js';
+import { grantToken, slotIs, tokenParts } from './grant-tokens.js';
 import { PerCallReleaseWatch } from './per-call-release-watch.js';
 import { ReleaseBatcher } from './release-batcher.js';
 import { decodeLock, decodeSession, encode, toSessionRecord, type LockRow, type SessionRow, type StoredLock, type StoredSession } from './records.js';
@@ -102,6 +104,11 @@ export interface EtcdStoreOptions {
    * audit `at`, ...). Liveness never reads it: tests skew it to prove that.
    */
   clock?: () => number;
+  /**
+   * Acquires of one event-loop turn share one etcd txn (default true; false sends
+   * each alone, for benches that compare the two).
+   */
+  acquireBatching?: boolean;
 }
 
 /** A contended write (compare failed because someone else changed the key) is re-decided this many times. */
@@ -143,20 +150,22 @@ export class EtcdStore implements LockStore, ReleaseWaiter, FleetWaitState {
     () => this.etcd(),
     (attempt) => this.write(attempt),
   );
+  private readonly acquires: AcquireBatcher;
   /** Instance registry, fleet-wide waits and deadlock verdicts (etcd-fleet.ts). */
   private readonly fleet: EtcdFleet;
 
   constructor(private readonly options: EtcdStoreOptions) {
     if (options.endpoints.length === 0) throw new Error('EtcdStore needs at least one endpoint');
+    this.acquires = new AcquireBatcher(() => this.etcd(), options.acquireBatching ?? true);
     this.keys = keyLayout(options.prefix ?? '/holdfast/', options.namespace);
     this.sealer = options.auditSealer ?? createAuditSealer();
     this.clock = options.clock ?? Date.now;
     this.fleet = new EtcdFleet({
       etcd: () => this.etcd(),
       keys: this.keys,
-    write: (attempt) => this.write(attempt),
-    knownSession: (sessionId, fresh) => (fresh ? this.readLiveSession(sessionId) : this.knownSession(sessionId)),
-    keepAlive: (leaseId) => this.keepAlives.keepAlive(leaseId),
+      write: (attempt) => this.write(attempt),
+      knownSession: (sessionId, fresh) => (fresh ? this.readLiveSession(sessionId) : this.knownSession(sessionId)),
+      keepAlive: (leaseId) => this.keepAlives.keepAlive(leaseId),
       clock: () => this.clock(),
     });
   }
@@ -358,7 +367,7 @@ export class EtcdStore implements LockStore, ReleaseWaiter, FleetWaitState {
       for (const [index, { kv, row }] of rows.entries()) {
         if (removed.length >= limit) return removed;
         const live = liveKeys[index];
-        if (live && String(live.create_revision) === row.lock.fencingToken) continue;
+        if (live && String(live.create_revision) === row.createRevision) continue;
         const response = await this.write(() =>
           this.etcd().kv.txn({ compare: [modRevisionIs(kv.key, row.modRevision)], success: [deleteOp(kv.key)], failure: [] }),
         );
@@ -399,24 +408,30 @@ export class EtcdStore implements LockStore, ReleaseWaiter, FleetWaitState {
       if (session.session.tokenHash !== req.session.tokenHash) return { kind: 'unauthenticated' };
       const leaseId = await this.grantLeases.forTtl(req.ttlMillis);
       const now = this.clock();
-      const mine: StoredLock = {
-        sessionId,
-        sessionRevision: session.createRevision,
-        owner: session.session.owner,
-        ttlMillis: req.ttlMillis,
-        grantedAt: now,
-        expiresAt: now + req.ttlMillis,
-        leaseId,
-        writeId,
-      };
-      let response: ITxnResponse;
+      const expiresAt = now + req.ttlMillis;
+      const current: SessionRow = session;
+      let answer: { response: ITxnResponse; slot: string };
       try {
-        // One txn: create the lock (on its TTL bucket's lease) and its record if both are absent, only while
-        // the session is the incarnation whose hash was checked. The token is the commit's revision.
-        response = await client.kv.txn({
-          compare: [createRevisionIs(lockKey, '0'), createRevisionIs(recordKey, '0'), createRevisionIs(sessionKey, session.createRevision)],
-          success: [putOp(lockKey, encode(mine), leaseId), putOp(recordKey, encode(mine))],
-          failure: [getOp(lockKey), getOp(sessionKey), getOp(recordKey)],
+        // One txn (shared with the other acquires of this turn): create the lock (on its TTL bucket's lease)
+        // and its record if both are absent, only while the session is the incarnation whose hash was
+        // checked. The token is the commit's revision × 1000 + this grant's slot in the batch.
+        answer = await this.acquires.submit(lockKey, (slot) => {
+          const mine: StoredLock = {
+            slot,
+            sessionId,
+            sessionRevision: current.createRevision,
+            owner: current.session.owner,
+            ttlMillis: req.ttlMillis,
+            grantedAt: now,
+            expiresAt,
+            leaseId,
+            writeId,
+          };
+          return {
+            compare: [createRevisionIs(lockKey, '0'), createRevisionIs(recordKey, '0'), createRevisionIs(sessionKey, current.createRevision)],
+            success: [putOp(lockKey, encode(mine), leaseId), putOp(recordKey, encode(mine))],
+            failure: [getOp(lockKey), getOp(sessionKey), getOp(recordKey)],
+          };
         });
       } catch (error) {
         // Applied or not? The next round's txn reads back exactly that (this call's writeId on the lock key).
@@ -424,9 +439,17 @@ export class EtcdStore implements LockStore, ReleaseWaiter, FleetWaitState {
         uncertain = true;
         continue;
       }
+      const { response } = answer;
       if (response.succeeded) {
-        const grant: LockGrant = { key: req.key, sessionId, fencingToken: response.header.revision, ttlMillis: req.ttlMillis, grantedAt: now, expiresAt: mine.expiresAt };
-        return { kind: 'granted', grant, owner: mine.owner, existing: false };
+        const grant: LockGrant = {
+          key: req.key,
+          sessionId,
+          fencingToken: grantToken(response.header.revision, answer.slot),
+          ttlMillis: req.ttlMillis,
+          grantedAt: now,
+          expiresAt,
+        };
+        return { kind: 'granted', grant, owner: current.session.owner, existing: false };
       }
       const sessionKv = rangeResult(response, 1);
       if (!sessionKv) {
@@ -488,8 +511,9 @@ export class EtcdStore implements LockStore, ReleaseWaiter, FleetWaitState {
       this.sessions.remember(session);
       if (session.session.tokenHash !== req.session.tokenHash) return { kind: 'unauthenticated' };
       const lockKv = rangeResult(read, 0);
-      if (!lockKv || String(lockKv.create_revision) !== req.fencingToken) return { kind: 'lost' };
+      if (!lockKv) return { kind: 'lost' };
       const row = decodeLock(req.key, lockKv);
+      if (row.lock.fencingToken !== req.fencingToken) return { kind: 'lost' };
       if (row.stored.sessionId !== sessionId || row.stored.sessionRevision !== session.createRevision) return { kind: 'lost' };
 
       // The key moves to a fresh lease with the (kept or new) TTL: etcd's clock restarts from there.
@@ -509,7 +533,7 @@ export class EtcdStore implements LockStore, ReleaseWaiter, FleetWaitState {
         await this.pauseIfUnavailable(error, startedAt);
         // Applied or not: the lock key carries this call's write exactly when it was.
         const check = (await range(client, { key: lockKey })).kvs[0];
-        if (check && String(check.create_revision) === req.fencingToken) {
+        if (check && decodeLock(req.key, check).lock.fencingToken === req.fencingToken) {
           const landed = decodeLock(req.key, check);
           if (landed.stored.writeId === renewed.writeId) return { kind: 'renewed', lock: landed.lock };
         }
@@ -531,11 +555,15 @@ export class EtcdStore implements LockStore, ReleaseWaiter, FleetWaitState {
       if (session.session.tokenHash !== req.session.tokenHash) return { kind: 'unauthenticated' };
       // Compare-and-delete on (key, token) of this session incarnation's grant, sharing a round trip with
       // concurrent releases. Retried only on unavailability: a repeat of an applied delete fails its
-      // compare and answers `lost` (benign LOCK_LOST), never a second delete.
+      // compare and answers `lost` (benign LOCK_LOST), never a second delete. The token names the
+      // grant by create revision and slot (grant-tokens.ts): both are compared.
+      const token = tokenParts(req.fencingToken);
+      if (!token) return { kind: 'lost' };
       const response = await this.releases.submit(lockKey, {
         compare: [
-          createRevisionIs(lockKey, req.fencingToken),
-          createRevisionIs(recordKey, req.fencingToken),
+          createRevisionIs(lockKey, token.revision),
+          ...slotIs(lockKey, token.slot),
+          createRevisionIs(recordKey, token.revision),
           createRevisionIs(sessionKey, session.createRevision),
         ],
         success: [deleteOp(lockKey), deleteOp(recordKey)],
@@ -616,7 +644,7 @@ export class EtcdStore implements LockStore, ReleaseWaiter, FleetWaitState {
       let ops = append.ops;
       if (outcome === 'REVOKED' && live) {
         const recordKey = this.keys.lockRecord(live.stored.sessionId, req.key);
-        compare.push(createRevisionIs(recordKey, live.lock.fencingToken));
+        compare.push(createRevisionIs(recordKey, live.createRevision));
         ops = [deleteOp(lockKey), deleteOp(recordKey), ...append.ops];
       }
       if (!(await this.commitAudit([...compare, append.compare], ops, append.entry))) continue;
@@ -856,7 +884,7 @@ export class EtcdStore implements LockStore, ReleaseWaiter, FleetWaitState {
     const liveKeys = await this.readKeys(records.map((row) => this.keys.lock(row.lock.key)));
     const liveLocks = records.flatMap((row, index) => {
       const kv = liveKeys[index];
-      return kv && String(kv.create_revision) === row.lock.fencingToken ? [{ record: row, liveModRevision: String(kv.mod_revision) }] : [];
+      return kv && String(kv.create_revision) === row.createRevision ? [{ record: row, liveModRevision: String(kv.mod_revision) }] : [];
     });
     return { live, record, liveLocks, readRevision: response.header.revision };
   }
