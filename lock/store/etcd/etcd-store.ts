@@ -24,6 +24,7 @@
  *   retried only through its own compare (which reads back what happened), and
  *   audit appends are checked against the audit head before being redone.
  * - `waitForRelease` is the revision-addressed wait (see shared-release-watch.ts).
+ * - The fleet-wide wait state (instance registry, waits, deadlock verdicts) is etcd-fleet.ts.
  */
 import { randomUUID } from 'node:crypto';
 import type { Etcd3, ICompare, IKeyValue, IRequestOp, ITxnResponse } from 'etcd3';
@@ -35,11 +36,14 @@ import type {
   AuditHead,
   AuditQuery,
   CloseSessionResult,
+  DeadlockVerdict,
   EndedLock,
   EndedSession,
+  FleetWaitState,
   ForceRevokeResult,
   HeartbeatResult,
   HeldLock,
+  InstancePublication,
   KillSessionResult,
   ListQuery,
   LockStore,
@@ -50,10 +54,12 @@ import type {
   SessionRecord,
   StoreSummary,
   TryAcquireResult,
+  WaitEdge,
   WaitResult,
 } from '../spi.js';
 import * as audit from './audit-log.js';
 import { decodeCursor, encodeCursor } from './cursors.js';
+import { EtcdFleet } from './etcd-fleet.js';
 import { createEtcdClient, isUnavailable, notLeader, range, readTxn } from './etcd-client.js';
 import { keyLayout, type KeyLayout } from './keys.js';
 import { GrantLeasePool, grantLease, leaseTtlSeconds, revokeLease } from './leases.js';
@@ -129,7 +135,7 @@ interface SessionState {
   readRevision: string;
 }
 
-export class EtcdStore implements LockStore, ReleaseWaiter {
+export class EtcdStore implements LockStore, ReleaseWaiter, FleetWaitState {
   readonly backend: BackendName = 'etcd';
   private readonly keys: KeyLayout;
   private readonly sessions = new SessionCache();
@@ -147,6 +153,8 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
     (attempt) => this.write(attempt),
   );
   private readonly acquires: AcquireBatcher;
+  /** Instance registry, fleet-wide waits and deadlock verdicts (etcd-fleet.ts). */
+  private readonly fleet: EtcdFleet;
 
   constructor(private readonly options: EtcdStoreOptions) {
     if (options.endpoints.length === 0) throw new Error('EtcdStore needs at least one endpoint');
@@ -154,6 +162,14 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
     this.keys = keyLayout(options.prefix ?? '/holdfast/', options.namespace);
     this.sealer = options.auditSealer ?? createAuditSealer();
     this.clock = options.clock ?? Date.now;
+    this.fleet = new EtcdFleet({
+      etcd: () => this.etcd(),
+      keys: this.keys,
+      write: (attempt) => this.write(attempt),
+      knownSession: (sessionId, fresh) => (fresh ? this.readLiveSession(sessionId) : this.knownSession(sessionId)),
+      keepAlive: (leaseId) => this.keepAlives.keepAlive(leaseId),
+      clock: () => this.clock(),
+    });
   }
 
   // ---------------------------------------------------------------- lifecycle
@@ -709,6 +725,52 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
       const oldest = this.lastHolders.keys().next();
       if (!oldest.done) this.lastHolders.delete(oldest.value);
     }
+  }
+
+  // ---------------------------------------------------------------- fleet (etcd-fleet.ts)
+
+  heartbeatInstance(req: { instanceId: string; ttlMillis: number; published?: unknown }): Promise<{ liveInstances: number; joined: boolean }> {
+    return this.fleet.heartbeatInstance(req);
+  }
+
+  leaveFleet(instanceId: string): Promise<void> {
+    return this.fleet.leaveFleet(instanceId);
+  }
+
+  expireInstances(limit: number): Promise<number> {
+    return this.fleet.expireInstances(limit);
+  }
+
+  instancePublications(): Promise<InstancePublication[]> {
+    return this.fleet.instancePublications();
+  }
+
+  beginWait(req: { waitId: string; sessionId: string; key: string; instanceId: string }): Promise<void> {
+    return this.fleet.beginWait(req);
+  }
+
+  endWait(waitId: string): Promise<void> {
+    return this.fleet.endWait(waitId);
+  }
+
+  waiterCounts(keys: readonly string[]): Promise<Map<string, number>> {
+    return this.fleet.waiterCounts(keys);
+  }
+
+  totalWaiters(): Promise<number> {
+    return this.fleet.totalWaiters();
+  }
+
+  waitForEdges(limit: number): Promise<WaitEdge[]> {
+    return this.fleet.waitForEdges(limit);
+  }
+
+  resolveDeadlocks(limit: number, decide: (edges: readonly WaitEdge[]) => DeadlockVerdict[]): Promise<DeadlockVerdict[] | null> {
+    return this.fleet.resolveDeadlocks(limit, decide);
+  }
+
+  deadlockVictims(instanceId: string): Promise<DeadlockVerdict[]> {
+    return this.fleet.deadlockVictims(instanceId);
   }
 
   // ---------------------------------------------------------------- internals
