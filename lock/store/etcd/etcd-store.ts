@@ -568,7 +568,8 @@ export class EtcdStore implements LockStore, ReleaseWaiter, FleetWaitState {
           createRevisionIs(recordKey, token.revision),
           createRevisionIs(sessionKey, session.createRevision),
         ],
-        success: [deleteOp(lockKey), deleteOp(recordKey)],
+        // Only the lock key's deleted value is read back (the record is its copy).
+        success: [deleteOp(lockKey), deleteOp(recordKey, false)],
         failure: [getOp(sessionKey)],
       });
       if (response.succeeded) {
