@@ -10,10 +10,12 @@
  * bench/results/handoff.md (the sections of stores not run are kept).
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import os from 'node:os';
 import { startEtcd } from '../test/support/etcd.js';
 import { startPostgres } from '../test/support/postgres.js';
 import { spawnServer, type ServerProcess } from '../test/support/server-process.js';
+import { clusterCpuMillis, processCpuMillis } from './lib/cpu.js';
 import { percentile } from './lib/stats.js';
 
 const HANDOFFS = Number(process.env.BENCH_HANDOFFS ?? 300);
@@ -25,6 +27,8 @@ const RESULTS = new URL('./results/handoff.md', import.meta.url);
 /** A store two instances share: the env that points a server at it, and how it stops. */
 interface SharedStore {
   env: Record<string, string>;
+  /** CPU time the store's processes have used so far. */
+  cpuMillis(): number;
   stop(): Promise<void>;
 }
 
@@ -37,7 +41,12 @@ const STORE_SETUP: Record<'postgres' | 'etcd', { title: string; how: string; sta
     async start() {
       const postgres = await startPostgres();
       const databaseUrl = await postgres.createDatabase();
-      return { env: { HOLDFAST_STORE: 'postgres', DATABASE_URL: databaseUrl }, stop: () => postgres.stop() };
+      const postmasterPid = Number(readFileSync(path.join(postgres.dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+      return {
+        env: { HOLDFAST_STORE: 'postgres', DATABASE_URL: databaseUrl },
+        cpuMillis: () => clusterCpuMillis(postmasterPid),
+        stop: () => postgres.stop(),
+      };
     },
   },
   etcd: {
@@ -48,7 +57,8 @@ const STORE_SETUP: Record<'postgres' | 'etcd', { title: string; how: string; sta
       'recorded under the waiting session\'s lease (etcd-fleet.ts).',
     async start() {
       const etcd = await startEtcd();
-      return { env: { HOLDFAST_STORE: 'etcd', ETCD_ENDPOINTS: etcd.endpoints.join(',') }, stop: () => etcd.stop() };
+      const pid = etcd.member.pid!;
+      return { env: { HOLDFAST_STORE: 'etcd', ETCD_ENDPOINTS: etcd.endpoints.join(',') }, cpuMillis: () => processCpuMillis(pid), stop: () => etcd.stop() };
     },
   },
 };
@@ -138,6 +148,8 @@ async function runOn(store: 'postgres' | 'etcd'): Promise<string[]> {
     const holder = await openSession(a.url);
     const waiter = await openSession(b.url);
     const workers = await Promise.all(Array.from({ length: BACKGROUND_WORKERS }, (_, i) => openSession(i % 2 ? b!.url : a!.url)));
+    const cpuAt = () => ({ a: processCpuMillis(a!.child.pid!), b: processCpuMillis(b!.child.pid!), store: shared.cpuMillis(), wall: performance.now() });
+    const cpuBefore = cpuAt();
     const keepAlive = heartbeatForever([holder, waiter, ...workers], stop.signal);
     const background = backgroundWrites(workers, stop.signal);
 
@@ -178,8 +190,13 @@ async function runOn(store: 'postgres' | 'etcd'): Promise<string[]> {
       await release(waiter, key, answer.body.fencingToken);
       if ((i + 1) % 50 === 0) console.log(`${i + 1} handoffs, load average ${loadavg()}`);
     }
+    const cpuAfter = cpuAt();
     stop.abort();
     const bg = await background;
+    // Share of one core each part used over the run: near 100% means that part, not the handoff path, set the pace.
+    const wallMillis = cpuAfter.wall - cpuBefore.wall;
+    const share = (key: 'a' | 'b' | 'store') => `${((100 * (cpuAfter[key] - cpuBefore[key])) / wallMillis).toFixed(0)}%`;
+    const cpuLine = `CPU over the run (${(wallMillis / 1000).toFixed(1)} s), share of one core: instance A ${share('a')}, instance B ${share('b')}, ${store} ${share('store')}`;
     await keepAlive;
     const sorted = (xs: number[]) => [...xs].sort((x, y) => x - y);
     const s1 = sorted(sinceReleaseAnswered);
@@ -197,6 +214,8 @@ async function runOn(store: 'postgres' | 'etcd'): Promise<string[]> {
       ...rows,
       '',
       `Handoffs not granted within the wait (30 s): ${missed.length}${missed.length ? ` — ${missed.join('; ')}` : ''}`,
+      '',
+      cpuLine,
       '',
       `Load average before: ${before}; after: ${after} (${os.cpus().length} cores, shared with other work)`,
     ];

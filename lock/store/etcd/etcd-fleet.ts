@@ -266,20 +266,23 @@ export class EtcdFleet {
     const [instanceId, leaseId] = [...this.instanceLeases][0] ?? [];
     if (instanceId === undefined || leaseId === undefined) return null;
     const key = this.ctx.keys.deadlockChecker;
-    let response;
-    try {
-      response = await this.ctx.write(() =>
-        this.ctx.etcd().kv.txn({
-          compare: [createRevisionIs(key, '0')],
-          success: [putOp(key, Buffer.from(instanceId), leaseId), getOp(key)],
-          failure: [getOp(key)],
-        }),
-      );
-    } catch (error) {
-      if (/lease not found/i.test((error as Error).message)) return null; // lapsed: the next heartbeat rejoins
-      throw error;
+    // A read first: every instance asks every round, and only a vacant key is worth a raft write.
+    let kv = (await range(this.ctx.etcd(), { key })).kvs[0];
+    if (!kv) {
+      try {
+        const response = await this.ctx.write(() =>
+          this.ctx.etcd().kv.txn({
+            compare: [createRevisionIs(key, '0')],
+            success: [putOp(key, Buffer.from(instanceId), leaseId), getOp(key)],
+            failure: [getOp(key)],
+          }),
+        );
+        kv = rangeResult(response, response.succeeded ? 1 : 0);
+      } catch (error) {
+        if (/lease not found/i.test((error as Error).message)) return null; // lapsed: the next heartbeat rejoins
+        throw error;
+      }
     }
-    const kv = rangeResult(response, response.succeeded ? 1 : 0);
     return kv && kv.value.toString('utf8') === instanceId ? String(kv.create_revision) : null;
   }
 
