@@ -2,6 +2,11 @@
  * Resident memory of the real embedded server (`holdfast server`, a child process):
  * idle after its first start (initdb ran in it), idle after a restart on the same data
  * dir, and after 5,000 sessions with 2,500 held locks. `npx tsx bench/embedded-memory.ts`
+ *
+ * The runtime matters: the package's bin runs the compiled build (dist/, `npm run build`; what a
+ * production install and the container run) when it is current, else the sources through tsx,
+ * whose loader and transform cache add tens of MB. HOLDFAST_RUNTIME=dist|tsx picks one; the
+ * figures say which ran.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -20,14 +25,18 @@ async function stop(server: ServerProcess) {
 const dir = mkdtempSync(path.join(tmpdir(), 'holdfast-embedded-mem-'));
 const env = { HOLDFAST_STORE: 'embedded', HOLDFAST_DATA_DIR: dir, HOLDFAST_SWEEP_INTERVAL_MS: '1000' };
 try {
-  console.log(`load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+  console.log(`load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}; runtime ${process.env.HOLDFAST_RUNTIME ?? 'bin default (dist when current, else tsx)'}`);
+  const firstStartAt = Date.now();
   let server = await spawnServer(env);
+  const firstStartMillis = Date.now() - firstStartAt;
   await settle();
-  console.log(`first start (initdb in process), idle: ${rssMb(server.child.pid!)} MB`);
+  console.log(`first start (initdb in a child process, ready in ${firstStartMillis} ms), idle: ${rssMb(server.child.pid!)} MB`);
   await stop(server);
+  const restartAt = Date.now();
   server = await spawnServer(env);
+  const restartMillis = Date.now() - restartAt;
   await settle();
-  console.log(`restart on the same data dir, idle: ${rssMb(server.child.pid!)} MB`);
+  console.log(`restart on the same data dir (ready in ${restartMillis} ms), idle: ${rssMb(server.child.pid!)} MB`);
 
   const connections = await Promise.all(Array.from({ length: 16 }, () => LeanHttpConnection.open(server.url)));
   let next = 0;
@@ -44,6 +53,7 @@ try {
   );
   await settle();
   console.log(`after 5,000 sessions and 2,500 held locks: ${rssMb(server.child.pid!)} MB`);
+  console.log(`load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
   connections.forEach((c) => c.close());
   await stop(server);
 } finally {
