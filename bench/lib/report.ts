@@ -8,6 +8,7 @@ import type { LatencySummary } from './stats.js';
  * raw-coalesced: the same rows through the multi-row batching prototype.
  * store-postgres: Holdfast's SqlLockStore called directly (its SQL, no HTTP, no core).
  * http-postgres / http-embedded: the full product over HTTP.
+ * bare-node-http / bare-fastify: canned answers from node:http / Fastify, no store — the HTTP ceiling.
  */
 export type PathName =
   | 'raw-postgres'
@@ -17,7 +18,10 @@ export type PathName =
   | 'http-embedded'
   | 'http-etcd'
   | 'etcd-client-lock'
-  | 'handoff-postgres';
+  | 'handoff-postgres'
+  /** The ceiling of any HTTP design here: canned answers, no store (bench/lib/bare-servers.ts). */
+  | 'bare-node-http'
+  | 'bare-fastify';
 
 export interface CellResult extends LatencySummary {
   path: PathName;
