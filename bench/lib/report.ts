@@ -10,6 +10,7 @@ import type { LatencySummary } from './stats.js';
  * http-postgres / http-embedded / http-etcd: the full product over HTTP.
  * http-etcd-unbatched: http-etcd with every acquire its own etcd txn (no group commit).
  * etcd-client-lock: etcd3's lock recipe, in the load worker.
+ * bare-node-http / bare-fastify: canned answers from node:http / Fastify, no store — the HTTP ceiling.
  */
 export type PathName =
   | 'raw-postgres'
@@ -20,7 +21,10 @@ export type PathName =
   | 'http-etcd'
   | 'http-etcd-unbatched'
   | 'etcd-client-lock'
-  | 'handoff-postgres';
+  | 'handoff-postgres'
+  /** The ceiling of any HTTP design here: canned answers, no store (bench/lib/bare-servers.ts). */
+  | 'bare-node-http'
+  | 'bare-fastify';
 
 export interface CellResult extends LatencySummary {
   path: PathName;
