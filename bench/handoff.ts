@@ -7,7 +7,7 @@
  * instances by BENCH_BACKGROUND_SESSIONS paced sessions, default 96). Prints p50/p99 of
  * (grant answered on B) − (release answered on A), and of (grant answered) − (release sent),
  * with the load average before and after; writes each store's section of
- * bench/results/handoff.md (the sections of stores not run are kept).
+ * bench/results/handoff.md (the sections of stores not run are kept; BENCH_HANDOFF_RESULTS=FILE writes there instead).
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -22,7 +22,8 @@ const HANDOFFS = Number(process.env.BENCH_HANDOFFS ?? 300);
 const WRITES_PER_SECOND = Number(process.env.BENCH_WRITES_PER_SECOND ?? 400);
 const BACKGROUND_WORKERS = Number(process.env.BENCH_BACKGROUND_SESSIONS ?? 96);
 const STORES = (process.env.BENCH_HANDOFF_STORES ?? 'postgres,etcd').split(',').map((s) => s.trim()) as Array<'postgres' | 'etcd'>;
-const RESULTS = new URL('./results/handoff.md', import.meta.url);
+/** BENCH_HANDOFF_RESULTS: write elsewhere (e.g. a loaded same-run comparison that must not replace quiet figures). */
+const RESULTS = process.env.BENCH_HANDOFF_RESULTS ?? new URL('./results/handoff.md', import.meta.url);
 
 /** A store two instances share: the env that points a server at it, and how it stops. */
 interface SharedStore {
