@@ -136,3 +136,20 @@ test('renew keeps the token of a batched grant, and the renewed grant still rele
   expect(await store.renew({ key: 'b4/2', session: session.credential, fencingToken: token(grants[1]!).toString() })).toEqual({ kind: 'lost' });
   expect(await store.release({ key: 'b4/2', session: session.credential, fencingToken: token(last).toString() })).toMatchObject({ kind: 'released' });
 });
+
+test('150 acquires in one turn fit etcd limits: two txns (a full batch of 100, then 50), every token distinct and increasing in request order', async () => {
+  const session = await openSession(store);
+  await store.tryAcquire({ key: 'b5/warm', session: session.credential, ttlMillis: 30_000 }); // the TTL bucket's lease
+  const callsBefore = await kvCalls();
+  const results = await Promise.all(
+    Array.from({ length: 150 }, (_, i) => store.tryAcquire({ key: `b5/${i}`, session: session.credential, ttlMillis: 30_000 })),
+  );
+  expect((await kvCalls()).Txn - callsBefore.Txn).toBe(2);
+  const tokens = results.map(token);
+  for (let i = 1; i < tokens.length; i += 1) expect(tokens[i]! > tokens[i - 1]!, `token ${i}`).toBe(true);
+  expect(new Set(tokens.map((t) => t / 1000n)).size).toBe(2);
+  const released = await Promise.all(
+    tokens.map((t, i) => store.release({ key: `b5/${i}`, session: session.credential, fencingToken: t.toString() })),
+  );
+  expect(released.every((r) => r.kind === 'released')).toBe(true);
+});

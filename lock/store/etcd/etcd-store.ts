@@ -9,7 +9,9 @@
  *   lock. Instants in records are advisory (the answering server's clock, or the
  *   `clock` option), never read to decide anything.
  * - The fencing token is the lock key's create revision (etcd's global revision:
- *   strictly increasing across the cluster, assigned when the granting txn commits).
+ *   strictly increasing across the cluster, assigned when the granting txn commits)
+ *   × 1000 + the grant's slot in that txn: the acquires of one event-loop turn
+ *   share one txn (acquire-batcher.ts, grant-tokens.ts).
  * - Beside each leased key sits an unleased record ({root}sr/, {root}lr/), created
  *   and deleted in the same txns, so the sweeper can report what etcd dropped
  *   (session_expired, lock_expired) exactly once: each report is a compare-and-delete.
@@ -566,7 +568,8 @@ export class EtcdStore implements LockStore, ReleaseWaiter, FleetWaitState {
           createRevisionIs(recordKey, token.revision),
           createRevisionIs(sessionKey, session.createRevision),
         ],
-        success: [deleteOp(lockKey), deleteOp(recordKey)],
+        // Only the lock key's deleted value is read back (the record is its copy).
+        success: [deleteOp(lockKey), deleteOp(recordKey, false)],
         failure: [getOp(sessionKey)],
       });
       if (response.succeeded) {
