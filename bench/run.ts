@@ -17,14 +17,16 @@
  * BENCH_CONCURRENCY (default "1,16,64"), BENCH_HOT_KEYS (default 4; 0 skips
  * the contended table), BENCH_WAIT_MILLIS (default 5000), BENCH_HTTP_CLIENT
  * (`lean`, default: a minimal keep-alive HTTP/1.1 client; `node`: node:http with
- * a keep-alive agent), BENCH_DIAGNOSTICS (default 1; 0 skips the store-direct
- * and coalescing-prototype rows), BENCH_CEILING (default 1; 0 skips the
- * bare-node-http and bare-fastify rows: canned answers with no store, the
- * ceiling any HTTP design reaches beside the load generator), BENCH_ONLY
- * (comma-separated path names, e.g. "raw-postgres,http-postgres": only those
- * uncontended rows; contended, handoff and etcd tables are governed by their
- * own knobs; such a run writes bench/results/partial/ and leaves foundation.md
- * alone).
+ * a keep-alive agent), BENCH_DIAGNOSTICS (default 1; 0 skips the store-direct,
+ * coalescing-prototype and unbatched-etcd rows), BENCH_ETCD_CONCURRENCY (default
+ * "16,64"; empty skips the etcd table). A closer look at etcd (RPCs and raft
+ * proposals per cycle, a trivial client's ceiling): `npm run bench:etcd-http`.
+ * BENCH_CEILING (default 1; 0 skips the bare-node-http and bare-fastify rows:
+ * canned answers with no store, the ceiling any HTTP design reaches beside the
+ * load generator), BENCH_ONLY (comma-separated path names, e.g.
+ * "raw-postgres,http-postgres": only those uncontended rows; contended, handoff
+ * and etcd tables are governed by their own knobs; such a run writes
+ * bench/results/partial/ and leaves foundation.md alone).
  *
  * Writes bench/results/foundation-<date>.json and the generated section of
  * bench/results/foundation.md.
@@ -225,15 +227,27 @@ async function main(): Promise<void> {
   if (ETCD_CONCURRENCIES.length > 0) {
     console.log(`\netcd: Holdfast over HTTP on the etcd store vs etcd3's client.lock(), same etcd, each worker its own key.`);
     const etcd = await startEtcd();
+    // The etcd member's CPU goes in the backend column (read from /proc like the postmaster's).
+    const etcdPid = etcd.member.pid;
     try {
       for (const c of ETCD_CONCURRENCIES) {
+        const own: KeyPattern = { kind: 'own' };
         etcdCells.push(
           await withServer(
             () => startEtcdServer(etcd.endpoints),
-            (server) => measure('http-etcd', c, task(c, { target: 'http', url: server.url, keys: { kind: 'own' }, client: HTTP_CLIENT }), null),
+            (server) => measure('http-etcd', c, task(c, { target: 'http', url: server.url, keys: own, client: HTTP_CLIENT }), etcdPid),
           ),
         );
-        etcdCells.push(await measure('etcd-client-lock', c, task(c, { target: 'etcd-lock', endpoints: etcd.endpoints }), null));
+        if (DIAGNOSTICS) {
+          // The same store with every acquire its own txn: what the acquire group commit buys.
+          etcdCells.push(
+            await withServer(
+              () => startEtcdServer(etcd.endpoints, { acquireBatching: false }),
+              (server) => measure('http-etcd-unbatched', c, task(c, { target: 'http', url: server.url, keys: own, client: HTTP_CLIENT }), etcdPid),
+            ),
+          );
+        }
+        etcdCells.push(await measure('etcd-client-lock', c, task(c, { target: 'etcd-lock', endpoints: etcd.endpoints }), etcdPid));
       }
     } finally {
       await etcd.stop();
@@ -264,9 +278,18 @@ async function main(): Promise<void> {
     const ratioLines = ETCD_CONCURRENCIES.map((c) => {
       const ours = etcdCells.find((e) => e.path === 'http-etcd' && e.concurrency === c);
       const recipe = etcdCells.find((e) => e.path === 'etcd-client-lock' && e.concurrency === c);
-      return ours && recipe ? `c=${c}: Holdfast over HTTP ÷ client.lock() = ${(ours.cyclesPerSecond / recipe.cyclesPerSecond).toFixed(2)}×` : '';
+      const unbatched = etcdCells.find((e) => e.path === 'http-etcd-unbatched' && e.concurrency === c);
+      const cpu = (cell: CellResult) => cell.cpuMillisPerCycle.serverThread + cell.cpuMillisPerCycle.otherThreads + (cell.cpuMillisPerCycle.postgres ?? 0);
+      if (!ours || !recipe) return '';
+      return (
+        `c=${c}: Holdfast over HTTP ÷ client.lock() = ${(ours.cyclesPerSecond / recipe.cyclesPerSecond).toFixed(2)}× ` +
+        `(CPU per cycle, all threads + etcd: ${cpu(recipe).toFixed(2)} ÷ ${cpu(ours).toFixed(2)} ms = ${(cpu(recipe) / cpu(ours)).toFixed(2)}×` +
+        (unbatched ? `; acquires unbatched: ${(unbatched.cyclesPerSecond / recipe.cyclesPerSecond).toFixed(2)}×, ${cpu(unbatched).toFixed(2)} ms)` : ')')
+      );
     });
-    sections.push(`### etcd — Holdfast over HTTP (etcd store) vs etcd3 client.lock(), each worker its own key\n\n${cellTable(etcdCells)}\n\n${ratioLines.join('; ')}`);
+    sections.push(
+      `### etcd — Holdfast over HTTP (etcd store) vs etcd3 client.lock(), each worker its own key (client.lock() runs in the load worker)\n\n${cellTable(etcdCells, 'etcd')}\n\n${ratioLines.join('; ')}`,
+    );
   }
   console.log(`\n${sections.join('\n\n')}\n`);
   console.log(`load average at end (1/5/15 min): ${loadAtEnd.join(' / ')}`);

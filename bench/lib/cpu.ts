@@ -76,3 +76,10 @@ export function cpuSnapshot(postmasterPid: number | null): CpuSnapshot {
     postgresMillis: postmasterPid === null ? null : clusterCpuMillis(postmasterPid),
   };
 }
+
+/** CPU time of one process (all its threads, not its children), e.g. a spawned server or etcd member. */
+export function processCpuMillis(pid: number): number {
+  const fields = statFields(pid);
+  if (!fields) throw new Error(`process ${pid} is not running`);
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
+}

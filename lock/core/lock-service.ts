@@ -367,12 +367,13 @@ export class LockService {
         if (result.kind !== 'held') throw refused(result, sessionId);
         waiter.holderSessionId = result.holder.sessionId;
         if (this.fleetStore && this.fleet && !waiter.recordedInStore) {
-          // Recorded before waiting, then tried once more: a release that landed between the failed
-          // try and the record announced nothing (the store only announces keys with recorded waits).
           waiter.recordedInStore = true;
           waited = true;
           await this.fleetStore.beginWait({ waitId: waiter.waitId, sessionId, key: req.key, instanceId: this.fleet.instanceId });
-          continue;
+          // With a release feed, tried once more: a release that landed between the failed try and the
+          // record announced nothing (the store only announces keys with recorded waits). A ReleaseWaiter
+          // waits from the failed try's revision, so such a release still wakes it: no second try.
+          if (!this.releaseWaiter) continue;
         }
         const remaining = deadline - this.clock.now();
         if (remaining <= 0) {
