@@ -15,7 +15,7 @@ import { openTestSession } from '../support/store-sessions.js';
 const root = mkdtempSync(path.join(tmpdir(), 'holdfast-initdb-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-test('a child process initialises a fresh data directory; this process never opened PGlite on it', async () => {
+test('a child process initialises a fresh data directory, its parents included', async () => {
   const dataDir = path.join(root, 'child', 'pgdata');
   expect(dataDirIsInitialised(dataDir)).toBe(false);
   await initDataDirInChild(dataDir, EMBEDDED_START_PARAMS);
