@@ -18,15 +18,15 @@
  * the contended table), BENCH_WAIT_MILLIS (default 5000), BENCH_HTTP_CLIENT
  * (`lean`, default: a minimal keep-alive HTTP/1.1 client; `node`: node:http with
  * a keep-alive agent), BENCH_DIAGNOSTICS (default 1; 0 skips the store-direct,
- * coalescing-prototype and unbatched-etcd rows), BENCH_CEILING (default 1; 0 skips the
- * bare-node-http and bare-fastify rows: canned answers with no store, the
- * ceiling any HTTP design reaches beside the load generator), BENCH_ONLY
- * (comma-separated path names, e.g. "raw-postgres,http-postgres": only those
- * uncontended rows; contended, handoff and etcd tables are governed by their
- * own knobs; such a run writes bench/results/partial/ and leaves foundation.md
- * alone), BENCH_ETCD_CONCURRENCY (default "16,64"; empty skips the etcd table).
- * A closer look at etcd (RPCs and raft proposals per cycle, a trivial client's
- * ceiling): `npm run bench:etcd-http`.
+ * coalescing-prototype and unbatched-etcd rows), BENCH_ETCD_CONCURRENCY (default
+ * "16,64"; empty skips the etcd table). A closer look at etcd (RPCs and raft
+ * proposals per cycle, a trivial client's ceiling): `npm run bench:etcd-http`.
+ * BENCH_CEILING (default 1; 0 skips the bare-node-http and bare-fastify rows:
+ * canned answers with no store, the ceiling any HTTP design reaches beside the
+ * load generator), BENCH_ONLY (comma-separated path names, e.g.
+ * "raw-postgres,http-postgres": only those uncontended rows; contended, handoff
+ * and etcd tables are governed by their own knobs; such a run writes
+ * bench/results/partial/ and leaves foundation.md alone).
  *
  * Writes bench/results/foundation-<date>.json and the generated section of
  * bench/results/foundation.md.
