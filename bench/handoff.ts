@@ -15,7 +15,7 @@ import os from 'node:os';
 import { startEtcd } from '../test/support/etcd.js';
 import { startPostgres } from '../test/support/postgres.js';
 import { spawnServer, type ServerProcess } from '../test/support/server-process.js';
-import { clusterCpuMillis, processCpuMillis } from './lib/cpu.js';
+import { clusterCpuMillis, processCpuMillis, runQueueWaitMillis } from './lib/cpu.js';
 import { percentile } from './lib/stats.js';
 
 const HANDOFFS = Number(process.env.BENCH_HANDOFFS ?? 300);
@@ -30,6 +30,8 @@ interface SharedStore {
   env: Record<string, string>;
   /** CPU time the store's processes have used so far. */
   cpuMillis(): number;
+  /** Run-queue wait of the store's main process so far (PostgreSQL: the postmaster only; its backends come and go). */
+  runQueueMillis(): number;
   stop(): Promise<void>;
 }
 
@@ -46,6 +48,7 @@ const STORE_SETUP: Record<'postgres' | 'etcd', { title: string; how: string; sta
       return {
         env: { HOLDFAST_STORE: 'postgres', DATABASE_URL: databaseUrl },
         cpuMillis: () => clusterCpuMillis(postmasterPid),
+        runQueueMillis: () => runQueueWaitMillis(postmasterPid),
         stop: () => postgres.stop(),
       };
     },
@@ -59,7 +62,7 @@ const STORE_SETUP: Record<'postgres' | 'etcd', { title: string; how: string; sta
     async start() {
       const etcd = await startEtcd();
       const pid = etcd.member.pid!;
-      return { env: { HOLDFAST_STORE: 'etcd', ETCD_ENDPOINTS: etcd.endpoints.join(',') }, cpuMillis: () => processCpuMillis(pid), stop: () => etcd.stop() };
+      return { env: { HOLDFAST_STORE: 'etcd', ETCD_ENDPOINTS: etcd.endpoints.join(',') }, cpuMillis: () => processCpuMillis(pid), runQueueMillis: () => runQueueWaitMillis(pid), stop: () => etcd.stop() };
     },
   },
 };
@@ -149,7 +152,15 @@ async function runOn(store: 'postgres' | 'etcd'): Promise<string[]> {
     const holder = await openSession(a.url);
     const waiter = await openSession(b.url);
     const workers = await Promise.all(Array.from({ length: BACKGROUND_WORKERS }, (_, i) => openSession(i % 2 ? b!.url : a!.url)));
-    const cpuAt = () => ({ a: processCpuMillis(a!.child.pid!), b: processCpuMillis(b!.child.pid!), store: shared.cpuMillis(), wall: performance.now() });
+    const cpuAt = () => ({
+      a: processCpuMillis(a!.child.pid!),
+      b: processCpuMillis(b!.child.pid!),
+      store: shared.cpuMillis(),
+      waitA: runQueueWaitMillis(a!.child.pid!),
+      waitB: runQueueWaitMillis(b!.child.pid!),
+      waitStore: shared.runQueueMillis(),
+      wall: performance.now(),
+    });
     const cpuBefore = cpuAt();
     const keepAlive = heartbeatForever([holder, waiter, ...workers], stop.signal);
     const background = backgroundWrites(workers, stop.signal);
@@ -197,7 +208,10 @@ async function runOn(store: 'postgres' | 'etcd'): Promise<string[]> {
     // Share of one core each part used over the run: near 100% means that part, not the handoff path, set the pace.
     const wallMillis = cpuAfter.wall - cpuBefore.wall;
     const share = (key: 'a' | 'b' | 'store') => `${((100 * (cpuAfter[key] - cpuBefore[key])) / wallMillis).toFixed(0)}%`;
-    const cpuLine = `CPU over the run (${(wallMillis / 1000).toFixed(1)} s), share of one core: instance A ${share('a')}, instance B ${share('b')}, ${store} ${share('store')}`;
+    const waited = (key: 'waitA' | 'waitB' | 'waitStore') => `${((cpuAfter[key] - cpuBefore[key]) / (wallMillis / 1000)).toFixed(0)} ms`;
+    const cpuLine =
+      `CPU over the run (${(wallMillis / 1000).toFixed(1)} s), share of one core: instance A ${share('a')}, instance B ${share('b')}, ${store} ${share('store')}. ` +
+      `Run-queue wait (runnable, no CPU free) per second of run, all threads: A ${waited('waitA')}, B ${waited('waitB')}, ${store} ${waited('waitStore')}`;
     await keepAlive;
     const sorted = (xs: number[]) => [...xs].sort((x, y) => x - y);
     const s1 = sorted(sinceReleaseAnswered);
