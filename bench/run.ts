@@ -17,8 +17,16 @@
  * BENCH_CONCURRENCY (default "1,16,64"), BENCH_HOT_KEYS (default 4; 0 skips
  * the contended table), BENCH_WAIT_MILLIS (default 5000), BENCH_HTTP_CLIENT
  * (`lean`, default: a minimal keep-alive HTTP/1.1 client; `node`: node:http with
- * a keep-alive agent), BENCH_DIAGNOSTICS (default 1; 0 skips the store-direct
- * and coalescing-prototype rows).
+ * a keep-alive agent), BENCH_DIAGNOSTICS (default 1; 0 skips the store-direct,
+ * coalescing-prototype and unbatched-etcd rows), BENCH_ETCD_CONCURRENCY (default
+ * "16,64"; empty skips the etcd table). A closer look at etcd (RPCs and raft
+ * proposals per cycle, a trivial client's ceiling): `npm run bench:etcd-http`.
+ * BENCH_CEILING (default 1; 0 skips the bare-node-http and bare-fastify rows:
+ * canned answers with no store, the ceiling any HTTP design reaches beside the
+ * load generator), BENCH_ONLY (comma-separated path names, e.g.
+ * "raw-postgres,http-postgres": only those uncontended rows; contended, handoff
+ * and etcd tables are governed by their own knobs; such a run writes
+ * bench/results/partial/ and leaves foundation.md alone).
  *
  * Writes bench/results/foundation-<date>.json and the generated section of
  * bench/results/foundation.md.
@@ -39,6 +47,7 @@ import {
   type PathName,
 } from './lib/report.js';
 import { runLoad } from './lib/run-load.js';
+import { startBareFastifyServer, startBareNodeHttpServer } from './lib/bare-servers.js';
 import { startEmbeddedServer, startEtcdServer, startPostgresServer, type BenchServer } from './lib/servers.js';
 import { startEtcd } from '../test/support/etcd.js';
 import { percentile } from './lib/stats.js';
@@ -64,6 +73,8 @@ const WAIT_MILLIS = positiveNumber('BENCH_WAIT_MILLIS', 5000);
 const HTTP_CLIENT = (process.env.BENCH_HTTP_CLIENT ?? 'lean') as HttpClientKind;
 if (HTTP_CLIENT !== 'lean' && HTTP_CLIENT !== 'node') throw new Error(`BENCH_HTTP_CLIENT must be lean or node, got ${HTTP_CLIENT}`);
 const DIAGNOSTICS = process.env.BENCH_DIAGNOSTICS !== '0';
+const CEILING = process.env.BENCH_CEILING !== '0';
+const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').map((p) => p.trim())) : null;
 const HANDOFF_WAITERS = positiveNumber('BENCH_HANDOFF_WAITERS', 8, true);
 const HANDOFF_HOLD_MILLIS = positiveNumber('BENCH_HANDOFF_HOLD_MS', 20, true);
 const HANDOFF_REJOIN_MILLIS = positiveNumber('BENCH_HANDOFF_REJOIN_MS', 20, true);
@@ -141,21 +152,32 @@ async function main(): Promise<void> {
     await createRawSchema(rawDatabase);
     await withServer(startEmbeddedServer, async (embedded) => {
       console.log('\nUncontended: each worker has its own session and its own key.');
+      const wanted = (path: PathName) => ONLY === null || ONLY.has(path);
       for (const c of CONCURRENCIES) {
-        uncontended.push(await measure('raw-postgres', c, task(c, { target: 'raw', databaseUrl: rawDatabase, coalesce: false }), postmasterPid));
-        if (DIAGNOSTICS) {
+        if (wanted('raw-postgres')) uncontended.push(await measure('raw-postgres', c, task(c, { target: 'raw', databaseUrl: rawDatabase, coalesce: false }), postmasterPid));
+        if (DIAGNOSTICS && wanted('raw-coalesced')) {
           uncontended.push(await measure('raw-coalesced', c, task(c, { target: 'raw', databaseUrl: rawDatabase, coalesce: true }), postmasterPid));
+        }
+        if (DIAGNOSTICS && wanted('store-postgres')) {
           const storeDatabase = await postgres.createDatabase();
           uncontended.push(await measure('store-postgres', c, task(c, { target: 'store', databaseUrl: storeDatabase }), postmasterPid));
         }
         const own: KeyPattern = { kind: 'own' };
-        uncontended.push(
-          await withServer(
-            async () => startPostgresServer(await postgres.createDatabase()),
-            (server) => measure('http-postgres', c, task(c, { target: 'http', url: server.url, keys: own, client: HTTP_CLIENT }), postmasterPid),
-          ),
-        );
-        uncontended.push(await measure('http-embedded', c, task(c, { target: 'http', url: embedded.url, keys: own, client: HTTP_CLIENT }), null));
+        if (CEILING) {
+          for (const [path, startBare] of [['bare-node-http', startBareNodeHttpServer], ['bare-fastify', startBareFastifyServer]] as const) {
+            if (!wanted(path)) continue;
+            uncontended.push(await withServer(startBare, (server) => measure(path, c, task(c, { target: 'http', url: server.url, keys: own, client: HTTP_CLIENT }), postmasterPid)));
+          }
+        }
+        if (wanted('http-postgres')) {
+          uncontended.push(
+            await withServer(
+              async () => startPostgresServer(await postgres.createDatabase()),
+              (server) => measure('http-postgres', c, task(c, { target: 'http', url: server.url, keys: own, client: HTTP_CLIENT }), postmasterPid),
+            ),
+          );
+        }
+        if (wanted('http-embedded')) uncontended.push(await measure('http-embedded', c, task(c, { target: 'http', url: embedded.url, keys: own, client: HTTP_CLIENT }), null));
       }
 
       const contendedConcurrencies = HOT_KEYS > 0 ? CONCURRENCIES.filter((c) => c > HOT_KEYS) : [];
@@ -205,15 +227,27 @@ async function main(): Promise<void> {
   if (ETCD_CONCURRENCIES.length > 0) {
     console.log(`\netcd: Holdfast over HTTP on the etcd store vs etcd3's client.lock(), same etcd, each worker its own key.`);
     const etcd = await startEtcd();
+    // The etcd member's CPU goes in the backend column (read from /proc like the postmaster's).
+    const etcdPid = etcd.member.pid;
     try {
       for (const c of ETCD_CONCURRENCIES) {
+        const own: KeyPattern = { kind: 'own' };
         etcdCells.push(
           await withServer(
             () => startEtcdServer(etcd.endpoints),
-            (server) => measure('http-etcd', c, task(c, { target: 'http', url: server.url, keys: { kind: 'own' }, client: HTTP_CLIENT }), null),
+            (server) => measure('http-etcd', c, task(c, { target: 'http', url: server.url, keys: own, client: HTTP_CLIENT }), etcdPid),
           ),
         );
-        etcdCells.push(await measure('etcd-client-lock', c, task(c, { target: 'etcd-lock', endpoints: etcd.endpoints }), null));
+        if (DIAGNOSTICS) {
+          // The same store with every acquire its own txn: what the acquire group commit buys.
+          etcdCells.push(
+            await withServer(
+              () => startEtcdServer(etcd.endpoints, { acquireBatching: false }),
+              (server) => measure('http-etcd-unbatched', c, task(c, { target: 'http', url: server.url, keys: own, client: HTTP_CLIENT }), etcdPid),
+            ),
+          );
+        }
+        etcdCells.push(await measure('etcd-client-lock', c, task(c, { target: 'etcd-lock', endpoints: etcd.endpoints }), etcdPid));
       }
     } finally {
       await etcd.stop();
@@ -244,15 +278,25 @@ async function main(): Promise<void> {
     const ratioLines = ETCD_CONCURRENCIES.map((c) => {
       const ours = etcdCells.find((e) => e.path === 'http-etcd' && e.concurrency === c);
       const recipe = etcdCells.find((e) => e.path === 'etcd-client-lock' && e.concurrency === c);
-      return ours && recipe ? `c=${c}: Holdfast over HTTP ÷ client.lock() = ${(ours.cyclesPerSecond / recipe.cyclesPerSecond).toFixed(2)}×` : '';
+      const unbatched = etcdCells.find((e) => e.path === 'http-etcd-unbatched' && e.concurrency === c);
+      const cpu = (cell: CellResult) => cell.cpuMillisPerCycle.serverThread + cell.cpuMillisPerCycle.otherThreads + (cell.cpuMillisPerCycle.postgres ?? 0);
+      if (!ours || !recipe) return '';
+      return (
+        `c=${c}: Holdfast over HTTP ÷ client.lock() = ${(ours.cyclesPerSecond / recipe.cyclesPerSecond).toFixed(2)}× ` +
+        `(CPU per cycle, all threads + etcd: ${cpu(recipe).toFixed(2)} ÷ ${cpu(ours).toFixed(2)} ms = ${(cpu(recipe) / cpu(ours)).toFixed(2)}×` +
+        (unbatched ? `; acquires unbatched: ${(unbatched.cyclesPerSecond / recipe.cyclesPerSecond).toFixed(2)}×, ${cpu(unbatched).toFixed(2)} ms)` : ')')
+      );
     });
-    sections.push(`### etcd — Holdfast over HTTP (etcd store) vs etcd3 client.lock(), each worker its own key\n\n${cellTable(etcdCells)}\n\n${ratioLines.join('; ')}`);
+    sections.push(
+      `### etcd — Holdfast over HTTP (etcd store) vs etcd3 client.lock(), each worker its own key (client.lock() runs in the load worker)\n\n${cellTable(etcdCells, 'etcd')}\n\n${ratioLines.join('; ')}`,
+    );
   }
   console.log(`\n${sections.join('\n\n')}\n`);
   console.log(`load average at end (1/5/15 min): ${loadAtEnd.join(' / ')}`);
 
   const date = startedAt.toISOString().slice(0, 10);
-  const jsonFile = `${RESULTS_DIR}foundation-${date}.json`;
+  // A run of some rows only (BENCH_ONLY) leaves the committed tables alone.
+  const jsonFile = ONLY === null ? `${RESULTS_DIR}foundation-${date}.json` : `${RESULTS_DIR}partial/foundation-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`;
   writeJson(jsonFile, {
     benchmark: 'foundation (issue 2, criterion 13)',
     command: 'npm run bench',
@@ -266,6 +310,8 @@ async function main(): Promise<void> {
       waitMillis: WAIT_MILLIS,
       httpClient: HTTP_CLIENT,
       diagnostics: DIAGNOSTICS,
+      ceiling: CEILING,
+      only: ONLY === null ? null : [...ONLY],
     },
     machine: { cpus: cpus.length, cpuModel: cpus[0]?.model, node: process.version, loadAverageStart: loadAtStart, loadAverageEnd: loadAtEnd },
     postgres: { version, fsync },
@@ -276,6 +322,10 @@ async function main(): Promise<void> {
     etcd: etcdCells,
   });
 
+  if (ONLY !== null) {
+    console.log(`wrote ${jsonFile} (BENCH_ONLY run: foundation.md untouched)`);
+    return;
+  }
   writeMarkdownSection(
     `${RESULTS_DIR}foundation.md`,
     'Foundation bench (issue 2, criterion 13)',

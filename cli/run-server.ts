@@ -13,10 +13,10 @@ export async function runServer(): Promise<void> {
   // One server per embedded data directory: refuse a second one before loading the rest of
   // the server (the store takes the same, already-held lock again when it opens the directory).
   const dataDirLock = config.HOLDFAST_STORE === 'embedded' ? await lockDataDir(path.resolve(config.HOLDFAST_DATA_DIR)) : null;
-  const { startTracing, tracingWanted } = await import('../exporter/tracing.js');
-  const { startHoldfastServer } = await import('../lock/holdfast-server.js');
+  const { tracingWanted } = await import('../exporter/tracing-wanted.js');
   const wanted = tracingWanted(process.env);
-  const tracing: Tracing | null = wanted.enabled ? startTracing() : null;
+  const tracing: Tracing | null = wanted.enabled ? (await import('../exporter/tracing.js')).startTracing() : null;
+  const { startHoldfastServer } = await import('../lock/holdfast-server.js');
   process.stderr.write(`holdfast: tracing ${wanted.enabled ? 'on' : 'off'} (${wanted.reason})\n`);
   const server = await startHoldfastServer(config);
   process.stderr.write(`holdfast: serving on ${server.url} (store: ${config.HOLDFAST_STORE})\n`);

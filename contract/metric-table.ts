@@ -191,7 +191,7 @@ export const METRICS = {
   lockDeadlockCycles: {
     name: 'lock_deadlock_cycles',
     type: 'gauge',
-    help: 'Cycles in the wait-for graph of waiting sessions: fleet-wide on the SQL stores (every instance reports the same figure), this instance\'s on etcd.',
+    help: 'Cycles in the fleet-wide wait-for graph of waiting sessions, from the store (every instance reports the same figure).',
     unit: 'cycles',
     labels: backend,
     emitter: 'server',

@@ -62,6 +62,21 @@ wait_for() { # url, name, pid, seconds
   done
 }
 
+# --- compile the lock server when dist/ is missing or older than its sources ---
+# bin/holdfast.js runs dist/ with plain node when it is current, else the sources through tsx, whose
+# loader holds some 50 MB more (bench/embedded-memory.ts); the embedded default should be light.
+server_build_is_stale() {
+  [ -f dist/cli/main.js ] || return 0
+  local newer
+  newer=$(find lock exporter contract cli client -name '*.ts' -newer dist/cli/main.js -not -path '*/node_modules/*' -not -path '*/dist/*' -print -quit 2>/dev/null)
+  [ -n "$newer" ]
+}
+if server_build_is_stale; then
+  say "compiling the lock server (tsc, ~20 s)…"
+  node node_modules/typescript/bin/tsc -p tsconfig.build.json >/tmp/holdfast-server-build.$$.log 2>&1 ||
+    say "server compile failed (see /tmp/holdfast-server-build.$$.log); running the sources through tsx instead"
+fi
+
 # --- lock server ---
 # Its JSON event log goes to a file so the sign-in link below stays readable; its own notices stay on the terminal.
 mkdir -p "$DATA_DIR"

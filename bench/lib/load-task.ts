@@ -36,7 +36,13 @@ export type LoadTarget =
       background?: { databaseUrl: string; cyclesPerSecond: number };
     }
   /** etcd3's own lock recipe (`client.lock(key)`: a lease per acquire, revoked on release), one key per worker. */
-  | { target: 'etcd-lock'; endpoints: string[] };
+  | { target: 'etcd-lock'; endpoints: string[] }
+  /**
+   * A trivial etcd client doing what Holdfast's etcd store asks of etcd per cycle, with nothing
+   * else: a create-if-absent txn, then a compare-and-delete txn, one key per worker. The ceiling of
+   * "one txn per acquire, one per release" on this etcd.
+   */
+  | { target: 'etcd-raw'; endpoints: string[] };
 
 export type LoadTask = LoadTarget & TimingWindow & { concurrency: number; keyPrefix: string };
 

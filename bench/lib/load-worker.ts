@@ -283,6 +283,32 @@ async function runEtcdLock(task: Task<'etcd-lock'>): Promise<Window> {
   return window;
 }
 
+async function runEtcdRaw(task: Task<'etcd-raw'>): Promise<Window> {
+  const { Etcd3, CompareResult, CompareTarget } = await import('etcd3');
+  const client = new Etcd3({ hosts: task.endpoints });
+  const window = new Window(task);
+  const value = Buffer.alloc(200, 'x'); // about the size of the store's lock record
+  try {
+    await loop(
+      task,
+      window,
+      async (index) => {
+        const key = Buffer.from(`/${task.keyPrefix}raw-${index}`);
+        const absent = { key, target: CompareTarget.Create, result: CompareResult.Equal, create_revision: '0' };
+        const created = await client.kv.txn({ compare: [absent], success: [{ request_put: { key, value } }], failure: [] });
+        if (!created.succeeded) return false;
+        const mine = { key, target: CompareTarget.Create, result: CompareResult.Equal, create_revision: created.header.revision };
+        const deleted = await client.kv.txn({ compare: [mine], success: [{ request_delete_range: { key } }], failure: [] });
+        return deleted.succeeded;
+      },
+      'etcd raw cycle failed',
+    );
+  } finally {
+    client.close();
+  }
+  return window;
+}
+
 try {
   const task = workerData as LoadTask;
   let window: Window;
@@ -292,6 +318,7 @@ try {
   else if (task.target === 'store') window = await runStore(task);
   else if (task.target === 'handoff') ({ window, waits: waitsMillis } = await runHandoff(task));
   else if (task.target === 'etcd-lock') window = await runEtcdLock(task);
+  else if (task.target === 'etcd-raw') window = await runEtcdRaw(task);
   else ({ window, meanBatchSize } = await runRaw(task));
   send({
     type: 'result',

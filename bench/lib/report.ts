@@ -7,7 +7,10 @@ import type { LatencySummary } from './stats.js';
  * raw-postgres: INSERT … ON CONFLICT DO NOTHING RETURNING + DELETE from a pg pool.
  * raw-coalesced: the same rows through the multi-row batching prototype.
  * store-postgres: Holdfast's SqlLockStore called directly (its SQL, no HTTP, no core).
- * http-postgres / http-embedded: the full product over HTTP.
+ * http-postgres / http-embedded / http-etcd: the full product over HTTP.
+ * http-etcd-unbatched: http-etcd with every acquire its own etcd txn (no group commit).
+ * etcd-client-lock: etcd3's lock recipe, in the load worker.
+ * bare-node-http / bare-fastify: canned answers from node:http / Fastify, no store — the HTTP ceiling.
  */
 export type PathName =
   | 'raw-postgres'
@@ -16,8 +19,12 @@ export type PathName =
   | 'http-postgres'
   | 'http-embedded'
   | 'http-etcd'
+  | 'http-etcd-unbatched'
   | 'etcd-client-lock'
-  | 'handoff-postgres';
+  | 'handoff-postgres'
+  /** The ceiling of any HTTP design here: canned answers, no store (bench/lib/bare-servers.ts). */
+  | 'bare-node-http'
+  | 'bare-fastify';
 
 export interface CellResult extends LatencySummary {
   path: PathName;
@@ -61,9 +68,10 @@ function errorText(errors: Record<string, number>): string {
   return entries.length === 0 ? '0' : entries.map(([what, n]) => `${n}× ${what}`).join('; ');
 }
 
-export function cellTable(cells: CellResult[]): string {
+/** `backend`: whose process CPU the backend column holds (the postgres cluster, or the etcd member). */
+export function cellTable(cells: CellResult[], backend: 'postgres' | 'etcd' = 'postgres'): string {
   return table(
-    ['c', 'path', 'cycles/s', 'p50 ms', 'p99 ms', 'cycles', 'failed', 'CPU ms/cycle: server thread', 'load worker + other', 'postgres', 'load 1m'],
+    ['c', 'path', 'cycles/s', 'p50 ms', 'p99 ms', 'cycles', 'failed', 'CPU ms/cycle: server thread', 'load worker + other', backend, 'load 1m'],
     cells.map((c) => [
       String(c.concurrency),
       c.path,

@@ -24,7 +24,12 @@ const BOOTSTRAP = `import(${JSON.stringify(TSX_API_URL)}).then(({ register }) =>
 /** Beyond its window, a worker gets this long to finish in-flight cycles and close its sessions. */
 const GRACE_MILLIS = 60_000;
 
-export function runLoad(task: LoadTask, postmasterPid: number | null): Promise<LoadResult> {
+/**
+ * `postmasterPid`: a PostgreSQL postmaster, or any backend process (an etcd
+ * member) whose own CPU (plus its children's) counts as the backend's.
+ * `onWindow` is told synchronously when the measured window opens and closes.
+ */
+export function runLoad(task: LoadTask, postmasterPid: number | null, onWindow?: (edge: 'start' | 'end') => void): Promise<LoadResult> {
   return new Promise((resolve, reject) => {
     const worker = new Worker(BOOTSTRAP, { eval: true, workerData: task });
     const deadline = setTimeout(
@@ -47,9 +52,11 @@ export function runLoad(task: LoadTask, postmasterPid: number | null): Promise<L
       switch (message.type) {
         case 'measuring':
           start = cpuSnapshot(postmasterPid);
+          onWindow?.('start');
           break;
         case 'measured':
           end = cpuSnapshot(postmasterPid);
+          onWindow?.('end');
           break;
         case 'result': {
           void worker.terminate();

@@ -9,6 +9,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../lock/config.js';
 import { startHoldfastServer, type RunningServer } from '../../lock/holdfast-server.js';
+import type { EtcdStoreOptions } from '../../lock/store/etcd/etcd-store.js';
+import type { LockStore } from '../../lock/store/spi.js';
 
 export interface BenchServer {
   url: string;
@@ -17,11 +19,12 @@ export interface BenchServer {
 
 const discard = { write: (_line: string) => {} };
 
-async function start(env: Record<string, string>, cleanup: () => void): Promise<BenchServer> {
+async function start(env: Record<string, string>, cleanup: () => void, store?: LockStore): Promise<BenchServer> {
   let running: RunningServer;
   try {
     running = await startHoldfastServer(loadConfig({ HOLDFAST_PORT: '0', HOLDFAST_HOST: '127.0.0.1', ...env }), {
       logDestination: discard,
+      ...(store ? { store } : {}),
     });
   } catch (error) {
     cleanup();
@@ -51,9 +54,19 @@ export function startPostgresServer(databaseUrl: string, poolSize?: number | str
   );
 }
 
-/** The etcd store on the given endpoints (its own etcd: the store's namespace is fixed). */
-export function startEtcdServer(endpoints: string[]): Promise<BenchServer> {
-  return start({ HOLDFAST_STORE: 'etcd', ETCD_ENDPOINTS: endpoints.join(',') }, () => {});
+/**
+ * The etcd store on the given endpoints (its own etcd: the store's namespace is fixed).
+ * `storeOptions`: a store built here with these options instead of the configured one
+ * (the bench compares store variants in one run).
+ */
+export async function startEtcdServer(endpoints: string[], storeOptions?: Omit<EtcdStoreOptions, 'endpoints'>): Promise<BenchServer> {
+  let store: LockStore | undefined;
+  if (storeOptions) {
+    const { EtcdStore } = await import('../../lock/store/etcd/etcd-store.js');
+    store = new EtcdStore({ endpoints, ...storeOptions });
+    await store.init();
+  }
+  return start({ HOLDFAST_STORE: 'etcd', ETCD_ENDPOINTS: endpoints.join(',') }, () => {}, store);
 }
 
 /** The embedded store (file-backed PGlite) in a fresh temporary data dir, removed on stop. */

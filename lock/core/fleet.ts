@@ -32,6 +32,7 @@ export class FleetCoordinator {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | null = null;
   private lastHeartbeat = 0;
+  private live = 1;
   private readonly checkEveryMillis: number;
   private readonly heartbeatEveryMillis: number;
   private readonly instanceTtlMillis: number;
@@ -66,6 +67,11 @@ export class FleetCoordinator {
     clearInterval(this.timer);
     await this.running;
     await this.store.leaveFleet(this.instanceId).catch(() => {});
+  }
+
+  /** Live instances on the store at this instance's last heartbeat (itself included). */
+  get liveInstances(): number {
+    return this.live;
   }
 
   /** Cycles in the fleet-wide wait-for graph now, victims not yet answered included. */
@@ -105,6 +111,7 @@ export class FleetCoordinator {
     });
     const rejoined = joined && this.lastHeartbeat !== 0;
     this.lastHeartbeat = Date.now();
+    this.live = liveInstances;
     this.hooks.liveInstances(liveInstances);
     if (rejoined) {
       // Our row lapsed and was swept with our waits: record the ones still open again.

@@ -99,6 +99,8 @@ export interface KillOutcome {
 const POLL_FLOOR_MILLIS = 10;
 /** A conservative default: a notification is lost only in a narrow race (see ReleaseFeed in spi.ts). */
 const FEED_RECHECK_MILLIS = 1000;
+/** Ends a park's own timer and listener; one reason for all, so no DOMException (and stack) per park. */
+const WAIT_SETTLED = new Error('wait settled');
 
 export class LockService {
   readonly waiters = new WaiterRegistry();
@@ -345,24 +347,33 @@ export class LockService {
     const waitAbort = AbortSignal.any([waiter.sessionEnded.signal, waiter.deadlockVictim.signal, ...(signal ? [signal] : [])]);
     let usedFallback = false;
     let waited = false;
+    let granted = false;
     let polls = 0;
     try {
+      if (this.fleetStore && this.fleet && this.waiters.count(req.key) > 1) {
+        // Others here already wait on this key: it is hot, and a first try would almost surely
+        // find it held. Recorded first, one try covers what the try-record-try sequence covers.
+        waiter.recordedInStore = true;
+        await this.fleetStore.beginWait({ waitId: waiter.waitId, sessionId, key: req.key, instanceId: this.fleet.instanceId });
+      }
       for (;;) {
         const seen = waiter.releasesSeen;
         const result = await this.store.tryAcquire(attempt);
         if (result.kind === 'granted') {
+          granted = true;
           if (waited) this.recordWait(usedFallback ? 'fallback' : 'released', startedAt);
           return this.granted(result.grant, result.owner, result.existing, this.clock.now() - startedAt, ctx);
         }
         if (result.kind !== 'held') throw refused(result, sessionId);
         waiter.holderSessionId = result.holder.sessionId;
         if (this.fleetStore && this.fleet && !waiter.recordedInStore) {
-          // Recorded before waiting, then tried once more: a release that landed between the failed
-          // try and the record announced nothing (the store only announces keys with recorded waits).
           waiter.recordedInStore = true;
           waited = true;
           await this.fleetStore.beginWait({ waitId: waiter.waitId, sessionId, key: req.key, instanceId: this.fleet.instanceId });
-          continue;
+          // With a release feed, tried once more: a release that landed between the failed try and the
+          // record announced nothing (the store only announces keys with recorded waits). A ReleaseWaiter
+          // waits from the failed try's revision, so such a release still wakes it: no second try.
+          if (!this.releaseWaiter) continue;
         }
         const remaining = deadline - this.clock.now();
         if (remaining <= 0) {
@@ -410,6 +421,9 @@ export class LockService {
       }
     } finally {
       this.waiters.unregister(waiter);
+      // Woken by a release it did not win and leaving (deadline, abort): the release may still be
+      // unclaimed, so the next waiter in line gets it rather than its recheck timer.
+      if (!granted && waiter.woken) this.waiters.keyReleased(req.key);
       // Not awaited: the answer need not wait for the bookkeeping. A row left behind by a failure
       // goes with its session or instance.
       if (waiter.recordedInStore) this.fleetStore?.endWait(waiter.waitId).catch(() => {});
@@ -595,7 +609,7 @@ export class LockService {
     } catch {
       // sleep rejects only on abort
     } finally {
-      done.abort();
+      done.abort(WAIT_SETTLED);
     }
     if (signal.aborted) return 'aborted';
     return delay >= remaining ? 'deadline' : 'released';
@@ -621,7 +635,7 @@ export class LockService {
     } catch {
       // sleep rejects only on abort
     } finally {
-      done.abort();
+      done.abort(WAIT_SETTLED);
     }
     if (signal.aborted) return 'aborted';
     return released || delay < remaining ? 'released' : 'deadline';

@@ -19,6 +19,11 @@ export class Waiter {
   recordedInStore = false;
   private releaseCount = 0;
   private readonly listeners = new Set<() => void>();
+  /**
+   * Woken from a park and not parked again yet: it is on its way to try the store, and will
+   * try once more if told of another release meanwhile (releasesSeen moved on).
+   */
+  woken = false;
 
   constructor(
     /** Unique across the fleet: the wait's row in a store that keeps wait state. */
@@ -39,6 +44,7 @@ export class Waiter {
    */
   releasedSince(seen: number, signal: AbortSignal): Promise<void> {
     if (this.releaseCount > seen || signal.aborted) return Promise.resolve();
+    this.woken = false;
     return new Promise((resolve) => {
       const done = () => {
         this.listeners.delete(done);
@@ -57,6 +63,7 @@ export class Waiter {
 
   notifyReleased(): void {
     this.releaseCount++;
+    if (this.listeners.size > 0) this.woken = true;
     for (const listener of [...this.listeners]) listener();
   }
 }
@@ -121,22 +128,24 @@ export class WaiterRegistry {
   }
 
   /**
-   * Wakes one waiter on the key, not all of them: only one can
-   * win, and waking the herd would cost a failed store round trip each. The
-   * others still poll, so a woken waiter that dies cannot strand them.
+   * Wakes one waiter on the key, not all of them: only one can win, and waking the
+   * herd would cost a failed store round trip each. FIFO: the longest-waiting parked
+   * waiter. A waiter already woken and on its way to the store takes this release
+   * instead (it tries once more if its try fails): one release can be announced twice
+   * — locally by the instance that made it, and again by the store's release feed —
+   * and must not cost a second waiter a failed try or jump the queue. The others
+   * still recheck, so a woken waiter that dies cannot strand them.
    */
   keyReleased(key: string): void {
     const waiters = this.byKey.get(key);
     if (!waiters || waiters.size === 0) return;
-    // The longest-waiting parked waiter; if none is parked, the first one retries as soon as its try ends.
-    let chosen: Waiter | undefined;
+    let oldestParked: Waiter | undefined;
     for (const waiter of waiters) {
-      if (waiter.parked) {
-        chosen = waiter;
-        break;
-      }
+      if (waiter.woken) return waiter.notifyReleased();
+      if (!oldestParked && waiter.parked) oldestParked = waiter;
     }
-    (chosen ?? waiters.values().next().value!).notifyReleased();
+    // If none is parked, the first one retries as soon as its try ends.
+    (oldestParked ?? waiters.values().next().value!).notifyReleased();
   }
 
   sessionEnded(sessionId: string): void {

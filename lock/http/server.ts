@@ -214,6 +214,27 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
   app.post('/v1/locks/:key/acquire', { schema: routeSchemas.acquire, config: { measured: 'acquire' } }, async (request, reply) => {
     const key = keyOf(request);
     const body = bodyOf<{ sessionId: string; ttlMillis?: number; waitMillis?: number }>(request);
+    const acquire = (signal?: AbortSignal) =>
+      // The server span continues the caller's trace when it sent one (the SDK's lock.acquire span).
+      inSpan(request, () =>
+        service.acquire(
+          {
+            key,
+            session: credentialOf(request, body.sessionId),
+            ttlMillis: body.ttlMillis ?? deps.defaultLockTtlMillis,
+            waitMillis: body.waitMillis ?? 0,
+          },
+          ctx(request),
+          signal,
+        ),
+      );
+    // A try without a wait has nothing to abort: it costs no controller and no listeners (the hot
+    // path); a caller leaving mid-try is still seen by the onRequestAbort hook.
+    if (!body.waitMillis) {
+      const grant = await acquire();
+      request.measured?.fencingToken(grant.fencingToken);
+      return grant;
+    }
     const abort = new AbortController();
     reply.raw.on('close', () => {
       if (!reply.raw.writableFinished) {
@@ -226,19 +247,7 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
     const onShutdown = () => abort.abort(deps.shutdownSignal.reason);
     deps.shutdownSignal.addEventListener('abort', onShutdown, { once: true });
     try {
-      // The server span continues the caller's trace when it sent one (the SDK's lock.acquire span).
-      const grant = await inSpan(request, () =>
-        service.acquire(
-          {
-            key,
-            session: credentialOf(request, body.sessionId),
-            ttlMillis: body.ttlMillis ?? deps.defaultLockTtlMillis,
-            waitMillis: body.waitMillis ?? 0,
-          },
-          ctx(request),
-          abort.signal,
-        ),
-      );
+      const grant = await acquire(abort.signal);
       request.measured?.fencingToken(grant.fencingToken);
       return grant;
     } finally {

@@ -8,7 +8,6 @@ import { loadAuditSealer } from '../audit/audit-key.js';
 import type { ServerConfig } from '../config.js';
 import type { EtcdStoreOptions } from './etcd/etcd-store.js';
 import type { LockStore } from './spi.js';
-import { PgDatabase } from './sql/pg-database.js';
 import { PgliteDatabase } from './sql/pglite-database.js';
 import { SqlLockStore } from './sql/sql-store.js';
 
@@ -23,12 +22,15 @@ export async function openStore(config: ServerConfig): Promise<LockStore> {
       store = new SqlLockStore(await PgliteDatabase.open(dataDir, undefined, { ownerDir }), 'embedded', { sealer });
       break;
     }
-    case 'postgres':
+    case 'postgres': {
+      // Loaded on demand so the embedded default never pulls in node-postgres (15 MB resident).
+      const { PgDatabase } = await import('./sql/pg-database.js');
       store = new SqlLockStore(new PgDatabase(config.DATABASE_URL!, config.HOLDFAST_PG_POOL_SIZE, {
           connectTimeoutMillis: config.HOLDFAST_PG_CONNECT_TIMEOUT_MS,
           statementTimeoutMillis: config.HOLDFAST_PG_STATEMENT_TIMEOUT_MS,
         }), 'postgres', { sealer });
       break;
+    }
     case 'etcd': {
       // Loaded on demand so the embedded default never pulls in the etcd client.
       const etcdModule = './etcd/etcd-store.js';

@@ -31,7 +31,16 @@
  * - ReleaseFeed: a release is announced by the transaction that ends the lock
  *   (delivered after commit), for every key some instance has a recorded wait on.
  * - FleetWaitState: a wait row goes with its session (whoever ends it) and with its
- *   instance (swept when the instance's heartbeat lapses on the store's clock).
+ *   instance (swept when the instance's heartbeat lapses on the store's clock). Reads count
+ *   a wait only while both are live, so a wait is never counted after either ended, even
+ *   before a sweep (etcd: wait keys sit on the waiting session's lease, and are read only
+ *   with their session incarnation's and instance's keys present).
+ * - FleetWaitState: a deadlock verdict is marked only on a cycle that stands as it was read
+ *   at the moment of marking (SQL: under one fleet-wide lock in one transaction; etcd: a txn
+ *   comparing the cycle's wait, lock and holder-session revisions and the checker key), and
+ *   at most once per wait. At most one instance marks verdicts at a time.
+ * - FleetWaitState: wait starts (WaitEdge.startedAt) are in one fleet-wide order, so every
+ *   instance picks the same youngest wait.
  */
 import type {
   AuditEntry,
@@ -255,7 +264,10 @@ export interface WaitEdge {
   /** The live holder of `key` at the store's reading. */
   holderSessionId: string;
   instanceId: string;
-  /** Store clock. */
+  /**
+   * When the wait was recorded, in one fleet-wide order (only compared, never shown): the store's
+   * clock on SQL, the wait key's create revision on etcd (etcd's global revision order).
+   */
   startedAt: number;
   /** Already chosen as a deadlock victim, not yet answered. */
   victim: boolean;
@@ -300,7 +312,8 @@ export interface FleetWaitState {
   waitForEdges(limit: number): Promise<WaitEdge[]>;
   /**
    * Under one fleet-wide lock: reads up to `limit` edges, lets `decide` choose victims and marks
-   * them. Null when another instance holds the lock (it is checking right now).
+   * them. Null when another instance checks (SQL: it holds the lock right now; etcd: it holds the
+   * checker key, on its lease, for as long as it lives).
    */
   resolveDeadlocks(limit: number, decide: (edges: readonly WaitEdge[]) => DeadlockVerdict[]): Promise<DeadlockVerdict[] | null>;
   /** This instance's waits marked as deadlock victims. */

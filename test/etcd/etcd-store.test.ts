@@ -46,7 +46,8 @@ describe('etcd store: locks', () => {
     if (contended.kind !== 'held') return;
     expect(contended.holder.fencingToken).toBe(first.grant.fencingToken);
     expect(contended.holder.owner).toBe('test');
-    expect(compareTokens(contended.observedRevision ?? '0', first.grant.fencingToken)).toBeGreaterThanOrEqual(0);
+    // Seen at or after the grant's revision (the token is that revision × 1000 + slot).
+    expect(BigInt(contended.observedRevision ?? '0')).toBeGreaterThanOrEqual(BigInt(first.grant.fencingToken) / 1000n);
 
     const again = await s.tryAcquire({ key: 'payout/42', session: a.credential, ttlMillis: 5_000 });
     expect(again).toMatchObject({ kind: 'granted', existing: true });

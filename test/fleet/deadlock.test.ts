@@ -1,20 +1,75 @@
 /**
- * Fleet-wide deadlock resolution (SPEC "Deadlock (v2)") on two servers sharing one
- * PostgreSQL: a wait-for cycle whose waits sit on different instances is broken by
+ * Fleet-wide deadlock resolution (SPEC "Deadlock (v2)") on two servers sharing one store,
+ * PostgreSQL or etcd: a wait-for cycle whose waits sit on different instances is broken by
  * answering its youngest wait 409 DEADLOCK_DETECTED (once, by one instance); the victim
  * keeps what it holds, and the other waits are granted once it lets go.
  */
+import { Etcd3 } from 'etcd3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readC4EventContracts, violationsOf } from '../observability/support/c4-events.js';
+import { FLEET_STORES, startPair, type FleetStore } from '../support/fleet-pair.js';
 import { eventually, httpClient } from '../support/http.js';
-import { sharedPostgres, startServer, type TestServer } from '../support/server.js';
+import { sharedPostgres, type TestServer } from '../support/server.js';
 
-describe('fleet-wide deadlock resolution on PostgreSQL', () => {
+/**
+ * Two waits closing a cycle, recorded straight in the store for a stand-in instance that never
+ * answers its victims: the cycle stays in the graph.
+ */
+interface StandIn {
+  record(waits: Array<{ waitId: string; sessionId: string; key: string }>): Promise<void>;
+  /** Waits of the stand-in instance marked as victims. */
+  marked(): Promise<string[]>;
+  /** The stand-in instance leaves: its waits stop counting. */
+  remove(): Promise<void>;
+  close(): void;
+}
+
+async function standIn(store: FleetStore, a: TestServer): Promise<StandIn> {
+  if (store === 'postgres') {
+    const cluster = await sharedPostgres();
+    const sql = (statement: string, params: unknown[] = []) => cluster.sql(a.databaseUrl!, statement, params);
+    await sql(`INSERT INTO holdfast_instances VALUES ('i_stand_in', 0, 0, 9e15, NULL)`);
+    return {
+      record: async (waits) => {
+        for (const [i, w] of waits.entries()) {
+          await sql(`INSERT INTO holdfast_waiters (wait_id, session_id, key, instance_id, started_at) VALUES ($1, $2, $3, 'i_stand_in', $4)`, [
+            w.waitId,
+            w.sessionId,
+            w.key,
+            i + 1,
+          ]);
+        }
+      },
+      marked: async () =>
+        (await sql(`SELECT wait_id FROM holdfast_waiters WHERE instance_id = 'i_stand_in' AND victim_cycle IS NOT NULL`)).rows.map((r) => String(r.wait_id)),
+      remove: async () => void (await sql(`DELETE FROM holdfast_instances WHERE instance_id = 'i_stand_in'`)),
+      close: () => {},
+    };
+  }
+  // etcd: the key layout of lock/store/etcd/keys.ts under the default root; the stand-in's registry key has no lease.
+  const etcd = new Etcd3({ hosts: a.etcdEndpoints! });
+  await etcd.put('/holdfast/i/i_stand_in').value('{}');
+  return {
+    record: async (waits) => {
+      for (const w of waits) {
+        const session = await etcd.get(`/holdfast/s/${w.sessionId}`).exec();
+        const kv = session.kvs[0]!;
+        const value = { ...w, sessionRevision: String(kv.create_revision), instanceId: 'i_stand_in', leaseId: String(kv.lease), recordedAt: 0 };
+        // In order: the later put has the larger create revision, the younger wait.
+        await etcd.put(`/holdfast/w/${encodeURIComponent(w.key)}/${w.waitId}`).value(JSON.stringify(value)).lease(String(kv.lease)).exec();
+      }
+    },
+    marked: async () => (await etcd.getAll().prefix('/holdfast/wv/i_stand_in/').keys()).map((k) => k.slice('/holdfast/wv/i_stand_in/'.length)),
+    remove: async () => void (await etcd.delete().key('/holdfast/i/i_stand_in').exec()),
+    close: () => etcd.close(),
+  };
+}
+
+describe.each(FLEET_STORES)('fleet-wide deadlock resolution on %s', (store) => {
   let a: TestServer;
   let b: TestServer;
   beforeAll(async () => {
-    a = await startServer({ store: 'postgres' });
-    b = await startServer({ store: 'postgres', env: { DATABASE_URL: a.databaseUrl! } });
+    [a, b] = await startPair(store);
   });
   afterAll(async () => {
     await b?.stop();
@@ -92,31 +147,29 @@ describe('fleet-wide deadlock resolution on PostgreSQL', () => {
   });
 
   it('lock_deadlock_cycles on every instance counts a cycle fleet-wide while it is unbroken', async () => {
-    // Two waits closing a cycle, recorded for an instance that never answers its victims (a stand-in
-    // row): the cycle stays in the graph, so the gauge must show it on both real instances.
-    const cluster = await sharedPostgres();
     const s1 = await holding(a, 'gauge-a');
     const s2 = await holding(b, 'gauge-b');
-    const sql = (statement: string, params: unknown[] = []) => cluster.sql(a.databaseUrl!, statement, params);
-    await sql(`INSERT INTO holdfast_instances VALUES ('i_stand_in', 0, 0, 9e15, NULL)`);
-    await sql(
-      `INSERT INTO holdfast_waiters (wait_id, session_id, key, instance_id, started_at)
-       VALUES ('w_g1', $1, 'gauge-b', 'i_stand_in', 1), ('w_g2', $2, 'gauge-a', 'i_stand_in', 2)`,
-      [s1.sessionId, s2.sessionId],
-    );
-    const cycles = async (server: TestServer) => {
-      const line = (await (await fetch(`${server.url}/metrics`)).text()).split('\n').find((l) => l.startsWith('lock_deadlock_cycles{'));
-      return Number(line?.split(' ').at(-1));
-    };
-    expect(await cycles(a)).toBe(1);
-    expect(await cycles(b)).toBe(1);
-    expect((await httpClient(a.url).admin(a.viewerToken).summary()).body.deadlockCycles).toBe(1);
-    // One of the two was marked as the victim, by one instance only.
-    await eventually(async () => (await sql(`SELECT 1 FROM holdfast_waiters WHERE victim_cycle IS NOT NULL AND wait_id = 'w_g2'`)).rowCount === 1);
-    const marked = await sql(`SELECT wait_id FROM holdfast_waiters WHERE instance_id = 'i_stand_in' AND victim_cycle IS NOT NULL`);
-    expect(marked.rows.map((r) => r.wait_id)).toEqual(['w_g2']);
-    await sql(`DELETE FROM holdfast_instances WHERE instance_id = 'i_stand_in'`);
-    expect(await cycles(a)).toBe(0);
-    expect(await cycles(b)).toBe(0);
+    const stand = await standIn(store, a);
+    try {
+      await stand.record([
+        { waitId: 'w_g1', sessionId: s1.sessionId, key: 'gauge-b' },
+        { waitId: 'w_g2', sessionId: s2.sessionId, key: 'gauge-a' },
+      ]);
+      const cycles = async (server: TestServer) => {
+        const line = (await (await fetch(`${server.url}/metrics`)).text()).split('\n').find((l) => l.startsWith('lock_deadlock_cycles{'));
+        return Number(line?.split(' ').at(-1));
+      };
+      expect(await cycles(a)).toBe(1);
+      expect(await cycles(b)).toBe(1);
+      expect((await httpClient(a.url).admin(a.viewerToken).summary()).body.deadlockCycles).toBe(1);
+      // The younger of the two was marked as the victim, by one instance only.
+      await eventually(async () => (await stand.marked()).includes('w_g2'));
+      expect(await stand.marked()).toEqual(['w_g2']);
+      await stand.remove();
+      expect(await cycles(a)).toBe(0);
+      expect(await cycles(b)).toBe(0);
+    } finally {
+      stand.close();
+    }
   });
 });

@@ -1,18 +1,23 @@
 /**
- * The SQL store's fleet capabilities (migration 3) on both SQL backends: the release feed
- * (NOTIFY from the transaction that ends a lock, only for keys with a recorded wait, batched
- * under the 8000-byte payload limit), fleet-wide wait rows that vanish with their session or
- * instance, and deadlock verdicts marked under one fleet-wide lock.
+ * The stores' fleet capabilities. On both SQL backends (migration 3): the release feed (NOTIFY
+ * from the transaction that ends a lock, only for keys with a recorded wait, batched under the
+ * 8000-byte payload limit). On every store with FleetWaitState (SQL and etcd): fleet-wide waits
+ * that vanish with their session or instance, publications of live instances only, and deadlock
+ * verdicts marked once, by one checker.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomBytes } from 'node:crypto';
+import { EtcdStore } from '../../lock/store/etcd/etcd-store.js';
+import type { FleetWaitState, LockStore } from '../../lock/store/spi.js';
 import { PgDatabase } from '../../lock/store/sql/pg-database.js';
 import { PgliteDatabase } from '../../lock/store/sql/pglite-database.js';
 import { SqlLockStore } from '../../lock/store/sql/sql-store.js';
 import { chooseDeadlockVictims } from '../../lock/core/deadlock.js';
+import { startEtcd, type EtcdNode } from '../support/etcd.js';
 import { sharedPostgres } from '../support/server.js';
 import { openTestSession } from '../support/store-sessions.js';
 
-describe.each(['postgres', 'embedded'] as const)('fleet state on %s', (backend) => {
+describe.each(['postgres', 'embedded'] as const)('release feed on %s', (backend) => {
   let store: SqlLockStore;
   const payloads: string[] = [];
   const announced: string[] = [];
@@ -98,29 +103,95 @@ describe.each(['postgres', 'embedded'] as const)('fleet state on %s', (backend) 
     expect(sent.flatMap((p) => p.split('\n')).sort()).toEqual([...keys].sort());
   });
 
-  it('a wait vanishes with its session and with its lapsed instance', async () => {
-    const gone = await openTestSession(store);
-    await store.beginWait({ waitId: `w-session-${backend}`, sessionId: gone.record.sessionId, key: 'vanish', instanceId });
-    await store.heartbeatInstance({ instanceId: `i_short_${backend}`, ttlMillis: 1 });
-    const other = await openTestSession(store);
-    await store.beginWait({ waitId: `w-instance-${backend}`, sessionId: other.record.sessionId, key: 'vanish', instanceId: `i_short_${backend}` });
-    expect((await store.waiterCounts(['vanish'])).get('vanish')).toBe(1); // the lapsed instance's wait does not count
-    await store.closeSession(gone.credential);
-    await new Promise((r) => setTimeout(r, 5));
-    expect(await store.expireInstances(100)).toBeGreaterThanOrEqual(1);
-    expect((await store.waiterCounts(['vanish'])).get('vanish')).toBeUndefined();
-    // A rejoining instance learns it was swept (its waits must be recorded again).
-    expect((await store.heartbeatInstance({ instanceId: `i_short_${backend}`, ttlMillis: 60_000 })).joined).toBe(true);
-    expect((await store.heartbeatInstance({ instanceId: `i_short_${backend}`, ttlMillis: 60_000 })).joined).toBe(false);
+});
+
+describe.each(['postgres', 'embedded', 'etcd'] as const)('fleet wait state on %s', (backend) => {
+  let store: LockStore & FleetWaitState;
+  let etcd: EtcdNode | undefined;
+  const run = randomBytes(4).toString('hex');
+  const instanceId = `i_test_${backend}_${run}`;
+
+  beforeAll(async () => {
+    if (backend === 'etcd') {
+      etcd = await startEtcd();
+      store = new EtcdStore({ endpoints: etcd.endpoints, namespace: `fleet-${run}` });
+    } else {
+      const db = backend === 'postgres' ? new PgDatabase(await (await sharedPostgres()).createDatabase()) : await PgliteDatabase.open();
+      store = new SqlLockStore(db, backend);
+    }
+    await store.init();
+    await store.heartbeatInstance({ instanceId, ttlMillis: 60_000 });
+  });
+  afterAll(async () => {
+    await store?.close();
+    await etcd?.stop();
   });
 
-  it('publications: each live instance\'s last published JSON, none from a lapsed instance', async () => {
-    await store.heartbeatInstance({ instanceId: `i_pub_live_${backend}`, ttlMillis: 60_000, published: { top: [{ key: 'k', count: 3 }] } });
-    await store.heartbeatInstance({ instanceId: `i_pub_live_${backend}`, ttlMillis: 60_000, published: { top: [{ key: 'k', count: 4 }] } });
-    await store.heartbeatInstance({ instanceId: `i_pub_gone_${backend}`, ttlMillis: 1, published: { top: [] } });
-    await new Promise((r) => setTimeout(r, 5));
+  /** Resolves once `check` holds, polling (an instance lapses on the store's clock: etcd leases last >= 2 s). */
+  async function eventually(check: () => Promise<boolean>, withinMillis = 8_000): Promise<void> {
+    const deadline = Date.now() + withinMillis;
+    while (!(await check())) {
+      if (Date.now() > deadline) throw new Error(`not within ${withinMillis} ms`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  it('counts a wait while its session and instance live; it vanishes with its session, and with its lapsed instance', async () => {
+    const gone = await openTestSession(store);
+    const other = await openTestSession(store);
+    const shortLived = `i_short_${backend}_${run}`;
+    expect((await store.heartbeatInstance({ instanceId: shortLived, ttlMillis: 1_000 })).joined).toBe(true);
+    await store.beginWait({ waitId: `w-session-${run}`, sessionId: gone.record.sessionId, key: 'vanish', instanceId });
+    await store.beginWait({ waitId: `w-instance-${run}`, sessionId: other.record.sessionId, key: 'vanish', instanceId: shortLived });
+    expect((await store.waiterCounts(['vanish'])).get('vanish')).toBe(2);
+    expect(await store.totalWaiters()).toBe(2);
+    await store.closeSession(gone.credential);
+    expect((await store.waiterCounts(['vanish'])).get('vanish')).toBe(1);
+    // No more heartbeats: the instance lapses on the store's clock and its wait stops counting.
+    await eventually(async () => (await store.waiterCounts(['vanish'])).get('vanish') === undefined);
+    expect(await store.totalWaiters()).toBe(0);
+    expect(await store.expireInstances(100)).toBeGreaterThanOrEqual(1);
+    expect(await store.expireInstances(100)).toBe(0); // swept once
+    // A rejoining instance learns it was swept (its waits must be recorded again).
+    expect((await store.heartbeatInstance({ instanceId: shortLived, ttlMillis: 60_000 })).joined).toBe(true);
+    expect((await store.heartbeatInstance({ instanceId: shortLived, ttlMillis: 60_000 })).joined).toBe(false);
+    expect((await store.waiterCounts(['vanish'])).get('vanish')).toBeUndefined();
+    await store.leaveFleet(shortLived);
+  });
+
+  it('a wait of a session that lapses (no heartbeat) vanishes within its TTL; a wait of an unknown session is not recorded', async () => {
+    const lapsing = await openTestSession(store, { ttlMillis: 1_000 });
+    await store.beginWait({ waitId: `w-lapse-${run}`, sessionId: lapsing.record.sessionId, key: 'lapse', instanceId });
+    await store.beginWait({ waitId: `w-ghost-${run}`, sessionId: `s_ghost_${run}`, key: 'lapse', instanceId });
+    expect((await store.waiterCounts(['lapse'])).get('lapse')).toBe(1);
+    const started = Date.now();
+    // No sweep needed: a lapsed session's wait stops counting on the store's clock.
+    await eventually(async () => (await store.waiterCounts(['lapse'])).get('lapse') === undefined);
+    console.log(`${backend}: a lapsed session's wait stopped counting ${Date.now() - started} ms after a 1000 ms session's open`);
+  });
+
+  it('waits begun and ended together (one event-loop turn, as on a hot key) are each recorded and removed; an ended session\'s is not', async () => {
+    const sessions = await Promise.all(Array.from({ length: 20 }, () => openTestSession(store)));
+    const ended = await openTestSession(store);
+    await store.closeSession(ended.credential);
+    const begins = [...sessions, ended].map((s, i) => store.beginWait({ waitId: `w-burst-${i}-${run}`, sessionId: s.record.sessionId, key: 'burst', instanceId }));
+    await Promise.all(begins);
+    expect((await store.waiterCounts(['burst'])).get('burst')).toBe(20);
+    await Promise.all(sessions.map((_, i) => store.endWait(`w-burst-${i}-${run}`)));
+    expect((await store.waiterCounts(['burst'])).get('burst')).toBeUndefined();
+    expect(await store.totalWaiters()).toBe(0);
+  });
+
+  it("publications: each live instance's last published JSON, none from an instance that left", async () => {
+    const live = `i_pub_live_${backend}_${run}`;
+    const left = `i_pub_gone_${backend}_${run}`;
+    await store.heartbeatInstance({ instanceId: live, ttlMillis: 60_000, published: { top: [{ key: 'k', count: 3 }] } });
+    expect((await store.heartbeatInstance({ instanceId: live, ttlMillis: 60_000, published: { top: [{ key: 'k', count: 4 }] } })).liveInstances).toBe(2);
+    await store.heartbeatInstance({ instanceId: left, ttlMillis: 60_000, published: { top: [] } });
+    await store.leaveFleet(left);
     const published = (await store.instancePublications()).filter((p) => p.instanceId.startsWith('i_pub_'));
-    expect(published).toEqual([{ instanceId: `i_pub_live_${backend}`, published: { top: [{ key: 'k', count: 4 }] } }]);
+    expect(published).toEqual([{ instanceId: live, published: { top: [{ key: 'k', count: 4 }] } }]);
+    await store.leaveFleet(live);
   });
 
   it('marks the youngest wait of a cycle once; a second check finds nothing left to break', async () => {
@@ -128,16 +199,35 @@ describe.each(['postgres', 'embedded'] as const)('fleet state on %s', (backend) 
     const s2 = await openTestSession(store);
     await store.tryAcquire({ key: 'cyc-a', session: s1.credential, ttlMillis: 60_000 });
     await store.tryAcquire({ key: 'cyc-b', session: s2.credential, ttlMillis: 60_000 });
-    await store.beginWait({ waitId: `w-older-${backend}`, sessionId: s1.record.sessionId, key: 'cyc-b', instanceId });
+    await store.beginWait({ waitId: `w-older-${run}`, sessionId: s1.record.sessionId, key: 'cyc-b', instanceId });
     await new Promise((r) => setTimeout(r, 5));
-    await store.beginWait({ waitId: `w-younger-${backend}`, sessionId: s2.record.sessionId, key: 'cyc-a', instanceId });
+    await store.beginWait({ waitId: `w-younger-${run}`, sessionId: s2.record.sessionId, key: 'cyc-a', instanceId });
     expect((await store.waitForEdges(100)).filter((e) => e.key.startsWith('cyc-'))).toHaveLength(2);
     const verdicts = await store.resolveDeadlocks(100, (edges) => chooseDeadlockVictims(edges));
-    expect(verdicts?.map((v) => v.waitId)).toEqual([`w-younger-${backend}`]);
+    expect(verdicts?.map((v) => v.waitId)).toEqual([`w-younger-${run}`]);
     expect(await store.resolveDeadlocks(100, (edges) => chooseDeadlockVictims(edges))).toEqual([]);
     const victims = await store.deadlockVictims(instanceId);
     expect(victims).toEqual([
-      { waitId: `w-younger-${backend}`, sessions: [s1.record.sessionId, s2.record.sessionId].sort(), keys: expect.arrayContaining(['cyc-a', 'cyc-b']) },
-    ].map((v) => ({ ...v, sessions: expect.arrayContaining(v.sessions) })));
+      { waitId: `w-younger-${run}`, sessions: expect.arrayContaining([s1.record.sessionId, s2.record.sessionId]), keys: expect.arrayContaining(['cyc-a', 'cyc-b']) },
+    ]);
+    // The edges still show the cycle, its victim marked, until the victim's wait ends.
+    expect((await store.waitForEdges(100)).find((e) => e.waitId === `w-younger-${run}`)?.victim).toBe(true);
+    await store.endWait(`w-younger-${run}`);
+    expect(await store.deadlockVictims(instanceId)).toEqual([]);
+    await store.endWait(`w-older-${run}`);
+    expect(await store.totalWaiters()).toBe(0);
+  });
+
+  it('a wait on a key whose holder lapsed is no edge: no cycle through a dead holder', async () => {
+    const s1 = await openTestSession(store);
+    const s2 = await openTestSession(store, { ttlMillis: 1_000 });
+    await store.tryAcquire({ key: 'dead-a', session: s1.credential, ttlMillis: 60_000 });
+    await store.tryAcquire({ key: 'dead-b', session: s2.credential, ttlMillis: 60_000 });
+    await store.beginWait({ waitId: `w-dead-1-${run}`, sessionId: s1.record.sessionId, key: 'dead-b', instanceId });
+    await store.beginWait({ waitId: `w-dead-2-${run}`, sessionId: s2.record.sessionId, key: 'dead-a', instanceId });
+    expect((await store.waitForEdges(100)).filter((e) => e.key.startsWith('dead-'))).toHaveLength(2);
+    await eventually(async () => (await store.waitForEdges(100)).filter((e) => e.key.startsWith('dead-')).length === 0);
+    expect(await store.resolveDeadlocks(100, (edges) => chooseDeadlockVictims(edges))).toEqual([]);
+    await store.endWait(`w-dead-1-${run}`);
   });
 });

@@ -78,3 +78,30 @@ test('countCycles finds separate cycles and self-loops, not mere chains', () => 
   ]);
   expect(countCycles(edges)).toBe(2);
 });
+
+test('a release announced twice (locally, then by the release feed) wakes one waiter, in FIFO order', async () => {
+  const registry = new WaiterRegistry();
+  const parkAll = new AbortController();
+  const waiters = ['s1', 's2', 's3'].map((s) => registry.register('k', s, 'holder'));
+  const woke: string[] = [];
+  const park = (w: (typeof waiters)[number]) => void w.releasedSince(w.releasesSeen, parkAll.signal).then(() => woke.push(w.sessionId));
+  const settle = () => new Promise((resolve) => setImmediate(resolve));
+  waiters.forEach(park);
+  const seen = waiters.map((w) => w.releasesSeen);
+  registry.keyReleased('k'); // the releasing instance wakes its own waiter at once
+  registry.keyReleased('k'); // the same release again, from the feed
+  await settle();
+  expect(woke).toEqual(['s1']);
+  // The woken waiter took both announcements: if its try fails it tries again at once.
+  expect(waiters.map((w, i) => w.releasesSeen - seen[i]!)).toEqual([2, 0, 0]);
+  // Its tries lost to a barger, it parks again: still first in line, the next release is its.
+  park(waiters[0]!);
+  registry.keyReleased('k');
+  await settle();
+  expect(woke).toEqual(['s1', 's1']);
+  // Granted, it leaves; the next release goes to s2, not s3.
+  registry.unregister(waiters[0]!);
+  registry.keyReleased('k');
+  await settle();
+  expect(woke).toEqual(['s1', 's1', 's2']);
+});

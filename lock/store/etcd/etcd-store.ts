@@ -9,7 +9,9 @@
  *   lock. Instants in records are advisory (the answering server's clock, or the
  *   `clock` option), never read to decide anything.
  * - The fencing token is the lock key's create revision (etcd's global revision:
- *   strictly increasing across the cluster, assigned when the granting txn commits).
+ *   strictly increasing across the cluster, assigned when the granting txn commits)
+ *   × 1000 + the grant's slot in that txn: the acquires of one event-loop turn
+ *   share one txn (acquire-batcher.ts, grant-tokens.ts).
  * - Beside each leased key sits an unleased record ({root}sr/, {root}lr/), created
  *   and deleted in the same txns, so the sweeper can report what etcd dropped
  *   (session_expired, lock_expired) exactly once: each report is a compare-and-delete.
@@ -22,6 +24,7 @@
  *   retried only through its own compare (which reads back what happened), and
  *   audit appends are checked against the audit head before being redone.
  * - `waitForRelease` is the revision-addressed wait (see shared-release-watch.ts).
+ * - The fleet-wide wait state (instance registry, waits, deadlock verdicts) is etcd-fleet.ts.
  */
 import { randomUUID } from 'node:crypto';
 import type { Etcd3, ICompare, IKeyValue, IRequestOp, ITxnResponse } from 'etcd3';
@@ -33,11 +36,14 @@ import type {
   AuditHead,
   AuditQuery,
   CloseSessionResult,
+  DeadlockVerdict,
   EndedLock,
   EndedSession,
+  FleetWaitState,
   ForceRevokeResult,
   HeartbeatResult,
   HeldLock,
+  InstancePublication,
   KillSessionResult,
   ListQuery,
   LockStore,
@@ -48,10 +54,12 @@ import type {
   SessionRecord,
   StoreSummary,
   TryAcquireResult,
+  WaitEdge,
   WaitResult,
 } from '../spi.js';
 import * as audit from './audit-log.js';
 import { decodeCursor, encodeCursor } from './cursors.js';
+import { EtcdFleet } from './etcd-fleet.js';
 import { createEtcdClient, isUnavailable, notLeader, range, readTxn } from './etcd-client.js';
 import { keyLayout, type KeyLayout } from './keys.js';
 import { GrantLeasePool, grantLease, leaseTtlSeconds, revokeLease } from './leases.js';
@@ -70,6 +78,8 @@ import {
   rangeResult,
   rangeResults,
 } from './ops.js';
+import { AcquireBatcher } from './acquire-batcher.js';
+import { grantToken, slotIs, tokenParts } from './grant-tokens.js';
 import { PerCallReleaseWatch } from './per-call-release-watch.js';
 import { ReleaseBatcher } from './release-batcher.js';
 import { decodeLock, decodeSession, encode, toSessionRecord, type LockRow, type SessionRow, type StoredLock, type StoredSession } from './records.js';
@@ -96,6 +106,11 @@ export interface EtcdStoreOptions {
    * audit `at`, ...). Liveness never reads it: tests skew it to prove that.
    */
   clock?: () => number;
+  /**
+   * Acquires of one event-loop turn share one etcd txn (default true; false sends
+   * each alone, for benches that compare the two).
+   */
+  acquireBatching?: boolean;
 }
 
 /** A contended write (compare failed because someone else changed the key) is re-decided this many times. */
@@ -120,7 +135,7 @@ interface SessionState {
   readRevision: string;
 }
 
-export class EtcdStore implements LockStore, ReleaseWaiter {
+export class EtcdStore implements LockStore, ReleaseWaiter, FleetWaitState {
   readonly backend: BackendName = 'etcd';
   private readonly keys: KeyLayout;
   private readonly sessions = new SessionCache();
@@ -137,12 +152,24 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
     () => this.etcd(),
     (attempt) => this.write(attempt),
   );
+  private readonly acquires: AcquireBatcher;
+  /** Instance registry, fleet-wide waits and deadlock verdicts (etcd-fleet.ts). */
+  private readonly fleet: EtcdFleet;
 
   constructor(private readonly options: EtcdStoreOptions) {
     if (options.endpoints.length === 0) throw new Error('EtcdStore needs at least one endpoint');
+    this.acquires = new AcquireBatcher(() => this.etcd(), options.acquireBatching ?? true);
     this.keys = keyLayout(options.prefix ?? '/holdfast/', options.namespace);
     this.sealer = options.auditSealer ?? createAuditSealer();
     this.clock = options.clock ?? Date.now;
+    this.fleet = new EtcdFleet({
+      etcd: () => this.etcd(),
+      keys: this.keys,
+      write: (attempt) => this.write(attempt),
+      knownSession: (sessionId, fresh) => (fresh ? this.readLiveSession(sessionId) : this.knownSession(sessionId)),
+      keepAlive: (leaseId) => this.keepAlives.keepAlive(leaseId),
+      clock: () => this.clock(),
+    });
   }
 
   // ---------------------------------------------------------------- lifecycle
@@ -342,7 +369,7 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
       for (const [index, { kv, row }] of rows.entries()) {
         if (removed.length >= limit) return removed;
         const live = liveKeys[index];
-        if (live && String(live.create_revision) === row.lock.fencingToken) continue;
+        if (live && String(live.create_revision) === row.createRevision) continue;
         const response = await this.write(() =>
           this.etcd().kv.txn({ compare: [modRevisionIs(kv.key, row.modRevision)], success: [deleteOp(kv.key)], failure: [] }),
         );
@@ -383,24 +410,31 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
       if (session.session.tokenHash !== req.session.tokenHash) return { kind: 'unauthenticated' };
       const leaseId = await this.grantLeases.forTtl(req.ttlMillis);
       const now = this.clock();
-      const mine: StoredLock = {
-        sessionId,
-        sessionRevision: session.createRevision,
-        owner: session.session.owner,
-        ttlMillis: req.ttlMillis,
-        grantedAt: now,
-        expiresAt: now + req.ttlMillis,
-        leaseId,
-        writeId,
-      };
-      let response: ITxnResponse;
+      const expiresAt = now + req.ttlMillis;
+      const current: SessionRow = session;
+      let answer: { response: ITxnResponse; slot: string };
       try {
-        // One txn: create the lock (on its TTL bucket's lease) and its record if both are absent, only while
-        // the session is the incarnation whose hash was checked. The token is the commit's revision.
-        response = await client.kv.txn({
-          compare: [createRevisionIs(lockKey, '0'), createRevisionIs(recordKey, '0'), createRevisionIs(sessionKey, session.createRevision)],
-          success: [putOp(lockKey, encode(mine), leaseId), putOp(recordKey, encode(mine))],
-          failure: [getOp(lockKey), getOp(sessionKey), getOp(recordKey)],
+        // One txn (shared with the other acquires of this turn): create the lock (on its TTL bucket's lease)
+        // and its record if both are absent, only while the session is the incarnation whose hash was
+        // checked. The token is the commit's revision × 1000 + this grant's slot in the batch.
+        answer = await this.acquires.submit(lockKey, (slot) => {
+          const mine: StoredLock = {
+            slot,
+            sessionId,
+            sessionRevision: current.createRevision,
+            owner: current.session.owner,
+            ttlMillis: req.ttlMillis,
+            grantedAt: now,
+            expiresAt,
+            leaseId,
+            writeId,
+          };
+          const value = encode(mine);
+          return {
+            compare: [createRevisionIs(lockKey, '0'), createRevisionIs(recordKey, '0'), createRevisionIs(sessionKey, current.createRevision)],
+            success: [putOp(lockKey, value, leaseId), putOp(recordKey, value)],
+            failure: [getOp(lockKey), getOp(sessionKey), getOp(recordKey)],
+          };
         });
       } catch (error) {
         // Applied or not? The next round's txn reads back exactly that (this call's writeId on the lock key).
@@ -408,9 +442,17 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
         uncertain = true;
         continue;
       }
+      const { response } = answer;
       if (response.succeeded) {
-        const grant: LockGrant = { key: req.key, sessionId, fencingToken: response.header.revision, ttlMillis: req.ttlMillis, grantedAt: now, expiresAt: mine.expiresAt };
-        return { kind: 'granted', grant, owner: mine.owner, existing: false };
+        const grant: LockGrant = {
+          key: req.key,
+          sessionId,
+          fencingToken: grantToken(response.header.revision, answer.slot),
+          ttlMillis: req.ttlMillis,
+          grantedAt: now,
+          expiresAt,
+        };
+        return { kind: 'granted', grant, owner: current.session.owner, existing: false };
       }
       const sessionKv = rangeResult(response, 1);
       if (!sessionKv) {
@@ -472,8 +514,9 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
       this.sessions.remember(session);
       if (session.session.tokenHash !== req.session.tokenHash) return { kind: 'unauthenticated' };
       const lockKv = rangeResult(read, 0);
-      if (!lockKv || String(lockKv.create_revision) !== req.fencingToken) return { kind: 'lost' };
+      if (!lockKv) return { kind: 'lost' };
       const row = decodeLock(req.key, lockKv);
+      if (row.lock.fencingToken !== req.fencingToken) return { kind: 'lost' };
       if (row.stored.sessionId !== sessionId || row.stored.sessionRevision !== session.createRevision) return { kind: 'lost' };
 
       // The key moves to a fresh lease with the (kept or new) TTL: etcd's clock restarts from there.
@@ -493,7 +536,7 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
         await this.pauseIfUnavailable(error, startedAt);
         // Applied or not: the lock key carries this call's write exactly when it was.
         const check = (await range(client, { key: lockKey })).kvs[0];
-        if (check && String(check.create_revision) === req.fencingToken) {
+        if (check && decodeLock(req.key, check).lock.fencingToken === req.fencingToken) {
           const landed = decodeLock(req.key, check);
           if (landed.stored.writeId === renewed.writeId) return { kind: 'renewed', lock: landed.lock };
         }
@@ -515,14 +558,19 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
       if (session.session.tokenHash !== req.session.tokenHash) return { kind: 'unauthenticated' };
       // Compare-and-delete on (key, token) of this session incarnation's grant, sharing a round trip with
       // concurrent releases. Retried only on unavailability: a repeat of an applied delete fails its
-      // compare and answers `lost` (benign LOCK_LOST), never a second delete.
+      // compare and answers `lost` (benign LOCK_LOST), never a second delete. The token names the
+      // grant by create revision and slot (grant-tokens.ts): both are compared.
+      const token = tokenParts(req.fencingToken);
+      if (!token) return { kind: 'lost' };
       const response = await this.releases.submit(lockKey, {
         compare: [
-          createRevisionIs(lockKey, req.fencingToken),
-          createRevisionIs(recordKey, req.fencingToken),
+          createRevisionIs(lockKey, token.revision),
+          ...slotIs(lockKey, token.slot),
+          createRevisionIs(recordKey, token.revision),
           createRevisionIs(sessionKey, session.createRevision),
         ],
-        success: [deleteOp(lockKey), deleteOp(recordKey)],
+        // Only the lock key's deleted value is read back (the record is its copy).
+        success: [deleteOp(lockKey), deleteOp(recordKey, false)],
         failure: [getOp(sessionKey)],
       });
       if (response.succeeded) {
@@ -600,7 +648,7 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
       let ops = append.ops;
       if (outcome === 'REVOKED' && live) {
         const recordKey = this.keys.lockRecord(live.stored.sessionId, req.key);
-        compare.push(createRevisionIs(recordKey, live.lock.fencingToken));
+        compare.push(createRevisionIs(recordKey, live.createRevision));
         ops = [deleteOp(lockKey), deleteOp(recordKey), ...append.ops];
       }
       if (!(await this.commitAudit([...compare, append.compare], ops, append.entry))) continue;
@@ -679,6 +727,52 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
       const oldest = this.lastHolders.keys().next();
       if (!oldest.done) this.lastHolders.delete(oldest.value);
     }
+  }
+
+  // ---------------------------------------------------------------- fleet (etcd-fleet.ts)
+
+  heartbeatInstance(req: { instanceId: string; ttlMillis: number; published?: unknown }): Promise<{ liveInstances: number; joined: boolean }> {
+    return this.fleet.heartbeatInstance(req);
+  }
+
+  leaveFleet(instanceId: string): Promise<void> {
+    return this.fleet.leaveFleet(instanceId);
+  }
+
+  expireInstances(limit: number): Promise<number> {
+    return this.fleet.expireInstances(limit);
+  }
+
+  instancePublications(): Promise<InstancePublication[]> {
+    return this.fleet.instancePublications();
+  }
+
+  beginWait(req: { waitId: string; sessionId: string; key: string; instanceId: string }): Promise<void> {
+    return this.fleet.beginWait(req);
+  }
+
+  endWait(waitId: string): Promise<void> {
+    return this.fleet.endWait(waitId);
+  }
+
+  waiterCounts(keys: readonly string[]): Promise<Map<string, number>> {
+    return this.fleet.waiterCounts(keys);
+  }
+
+  totalWaiters(): Promise<number> {
+    return this.fleet.totalWaiters();
+  }
+
+  waitForEdges(limit: number): Promise<WaitEdge[]> {
+    return this.fleet.waitForEdges(limit);
+  }
+
+  resolveDeadlocks(limit: number, decide: (edges: readonly WaitEdge[]) => DeadlockVerdict[]): Promise<DeadlockVerdict[] | null> {
+    return this.fleet.resolveDeadlocks(limit, decide);
+  }
+
+  deadlockVictims(instanceId: string): Promise<DeadlockVerdict[]> {
+    return this.fleet.deadlockVictims(instanceId);
   }
 
   // ---------------------------------------------------------------- internals
@@ -794,7 +888,7 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
     const liveKeys = await this.readKeys(records.map((row) => this.keys.lock(row.lock.key)));
     const liveLocks = records.flatMap((row, index) => {
       const kv = liveKeys[index];
-      return kv && String(kv.create_revision) === row.lock.fencingToken ? [{ record: row, liveModRevision: String(kv.mod_revision) }] : [];
+      return kv && String(kv.create_revision) === row.createRevision ? [{ record: row, liveModRevision: String(kv.mod_revision) }] : [];
     });
     return { live, record, liveLocks, readRevision: response.header.revision };
   }

@@ -13,8 +13,14 @@
  *                                create revision), so a session's grants are one prefix range
  *   {root}a/{seq}                audit entry, seq zero-padded so keys sort in chain order
  *   {root}ah                     audit head: the last seq and hash, compared on every append
+ *   {root}i/{instanceId}         instance registry (etcd-fleet.ts): on the instance's lease; value = what it publishes
+ *   {root}w/{lockKey}/{waitId}   one recorded wait: on the waiting session's lease; its create revision orders
+ *                                waits fleet-wide ("youngest wait")
+ *   {root}wv/{instanceId}/{waitId}  deadlock verdict for a wait of that instance: on the wait's session lease
+ *   {root}dc                     deadlock checker: on the lease of the one instance that looks for cycles
  *
- * In grant record keys the session id is URI-encoded (no "/" left), so {sessionId}/ is an unambiguous prefix.
+ * In grant record keys the session id is URI-encoded (no "/" left), so {sessionId}/ is an unambiguous prefix;
+ * so is the lock key in wait keys, and the instance id in verdict keys.
  */
 export interface KeyLayout {
   readonly root: string;
@@ -31,6 +37,19 @@ export interface KeyLayout {
   readonly locksPrefix: Buffer;
   readonly lockRecordsPrefix: Buffer;
   readonly auditPrefix: Buffer;
+  instance(instanceId: string): Buffer;
+  readonly instancesPrefix: Buffer;
+  wait(key: string, waitId: string): Buffer;
+  /** Prefix of every recorded wait on one lock key. */
+  waitsOn(key: string): Buffer;
+  readonly waitsPrefix: Buffer;
+  verdict(instanceId: string, waitId: string): Buffer;
+  verdictsOf(instanceId: string): Buffer;
+  readonly verdictsPrefix: Buffer;
+  readonly deadlockChecker: Buffer;
+  instanceIdOf(etcdKey: Buffer): string | null;
+  /** The (instance, wait) a verdict's etcd key names. */
+  verdictOf(etcdKey: Buffer): { instanceId: string; waitId: string } | null;
   /** The lock key a full etcd key names, or null when it is not a lock key. */
   lockKeyOf(etcdKey: Buffer): string | null;
   sessionIdOf(etcdKey: Buffer): string | null;
@@ -48,6 +67,11 @@ export function keyLayout(prefix = '/holdfast/', namespace?: string): KeyLayout 
   const locksPrefix = Buffer.from(`${root}l/`);
   const lockRecordsPrefix = Buffer.from(`${root}lr/`);
   const auditPrefix = Buffer.from(`${root}a/`);
+  const instancesPrefix = Buffer.from(`${root}i/`);
+  const waitsPrefix = Buffer.from(`${root}w/`);
+  const verdictsPrefix = Buffer.from(`${root}wv/`);
+  const waitsOn = (key: string) => Buffer.concat([waitsPrefix, Buffer.from(`${encodeURIComponent(key)}/`)]);
+  const verdictsOf = (instanceId: string) => Buffer.concat([verdictsPrefix, Buffer.from(`${encodeURIComponent(instanceId)}/`)]);
   const under = (prefixBytes: Buffer, etcdKey: Buffer): string | null =>
     etcdKey.length >= prefixBytes.length && etcdKey.subarray(0, prefixBytes.length).equals(prefixBytes)
       ? etcdKey.subarray(prefixBytes.length).toString('utf8')
@@ -66,6 +90,22 @@ export function keyLayout(prefix = '/holdfast/', namespace?: string): KeyLayout 
     locksPrefix,
     lockRecordsPrefix,
     auditPrefix,
+    instance: (instanceId) => Buffer.concat([instancesPrefix, Buffer.from(instanceId)]),
+    instancesPrefix,
+    wait: (key, waitId) => Buffer.concat([waitsOn(key), Buffer.from(waitId)]),
+    waitsOn,
+    waitsPrefix,
+    verdict: (instanceId, waitId) => Buffer.concat([verdictsOf(instanceId), Buffer.from(waitId)]),
+    verdictsOf,
+    verdictsPrefix,
+    deadlockChecker: Buffer.from(`${root}dc`),
+    instanceIdOf: (etcdKey) => under(instancesPrefix, etcdKey),
+    verdictOf: (etcdKey) => {
+      const rest = under(verdictsPrefix, etcdKey);
+      if (rest === null) return null;
+      const slash = rest.indexOf('/');
+      return slash < 0 ? null : { instanceId: decodeURIComponent(rest.slice(0, slash)), waitId: rest.slice(slash + 1) };
+    },
     lockKeyOf: (etcdKey) => under(locksPrefix, etcdKey),
     sessionIdOf: (etcdKey) => under(sessionsPrefix, etcdKey),
     sessionIdOfRecord: (etcdKey) => under(sessionRecordsPrefix, etcdKey),

@@ -12,7 +12,7 @@ export const rangeOp = (prefix: Buffer, keysOnly = false): IRequestOp => ({
   request_range: { key: prefix, range_end: prefixEnd(prefix), keys_only: keysOnly },
 });
 
-export const deleteOp = (key: Buffer): IRequestOp => ({ request_delete_range: { key, prev_kv: true } });
+export const deleteOp = (key: Buffer, prevKv = true): IRequestOp => ({ request_delete_range: { key, prev_kv: prevKv } });
 
 /** Absent keys compare with revision 0, so `createRevisionIs(key, '0')` means "key does not exist". */
 export const createRevisionIs = (key: Buffer, revision: string): ICompare => ({

@@ -1,7 +1,8 @@
 /**
  * The JSON values stored at session and lock keys, and their translation to
  * SPI records. The fencing token is not stored: it is the lock key's create
- * revision (its grant record shares it), which etcd assigns and nobody can write.
+ * revision (its grant record shares it), which etcd assigns and nobody can write,
+ * × 1000 + the grant's slot in its txn, which is stored (grant-tokens.ts).
  *
  * Instants here (createdAt, lastHeartbeatAt, expiresAt, grantedAt) are advisory:
  * the answering server's clock when it wrote them. Liveness never reads them;
@@ -9,6 +10,7 @@
  */
 import type { IKeyValue } from 'etcd3';
 import type { HeldLock, SessionRecord } from '../spi.js';
+import { grantToken, slotPrefix } from './grant-tokens.js';
 
 export interface StoredSession extends SessionRecord {
   /** SHA-256 (hex) of the session's bearer token; never the token itself. */
@@ -18,6 +20,11 @@ export interface StoredSession extends SessionRecord {
 }
 
 export interface StoredLock {
+  /**
+   * The grant's position in the txn that created it (fixed width, see grant-tokens.ts).
+   * Written first in the value, so compares can pin it. Absent on records from before slots.
+   */
+  slot?: string;
   sessionId: string;
   /** Create revision of the holder session's liveness key: which incarnation holds it. */
   sessionRevision: string;
@@ -35,6 +42,8 @@ export interface StoredLock {
 export interface LockRow {
   lock: HeldLock;
   stored: StoredLock;
+  /** The revision that created this incarnation of the key (and its grant record): what compares pin. */
+  createRevision: string;
   modRevision: string;
 }
 
@@ -46,6 +55,11 @@ export interface SessionRow {
 }
 
 export function encode(value: StoredSession | StoredLock): Buffer {
+  if ('slot' in value && value.slot !== undefined) {
+    // The slot leads the value whatever the object's key order: slotIs() compares that prefix.
+    const { slot, ...rest } = value;
+    return Buffer.from(`${slotPrefix(slot)},${JSON.stringify(rest).slice(1)}`);
+  }
   return Buffer.from(JSON.stringify(value));
 }
 
@@ -61,12 +75,13 @@ export function decodeLock(key: string, kv: IKeyValue): LockRow {
       key,
       sessionId: stored.sessionId,
       owner: stored.owner,
-      fencingToken: String(kv.create_revision),
+      fencingToken: grantToken(String(kv.create_revision), stored.slot),
       ttlMillis: stored.ttlMillis,
       grantedAt: stored.grantedAt,
       expiresAt: stored.expiresAt,
     },
     stored,
+    createRevision: String(kv.create_revision),
     modRevision: String(kv.mod_revision),
   };
 }

@@ -3,9 +3,8 @@
  * arrive in one event-loop turn go out together as nested txns, each its own
  * compare-and-delete (token, session incarnation), so one failing compare does
  * not fail the others. A release is still exactly the same atomic operation;
- * only the round trip is shared. Acquires are not coalesced: keys created in
- * one txn would share a create revision, and fencing tokens must be unique
- * across the store.
+ * only the round trip is shared. (Acquires are batched too, with a slot per
+ * grant in its token: acquire-batcher.ts.)
  */
 import type { Etcd3, ITxnRequest, ITxnResponse } from 'etcd3';
 

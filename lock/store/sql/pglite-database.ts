@@ -1,5 +1,6 @@
 import { PGlite, types as pgliteTypes, type PGliteOptions } from '@electric-sql/pglite';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.js';
+import { dataDirIsInitialised, initDataDirInChild } from './pglite-initdb.js';
 import { makeOwnerOnly, ownerOnlyUmask } from './private-files.js';
 import type { NotificationHandlers, Queryable, Row, SqlDatabase } from './queryable.js';
 
@@ -41,11 +42,14 @@ export class PgliteDatabase implements SqlDatabase {
     const dirLock = ownerDir ? await lockDataDir(ownerDir) : null;
     try {
       if (ownerDir) ownerOnlyUmask();
+      const startParams = options.pglite?.startParams ?? EMBEDDED_START_PARAMS;
+      // initdb's heap must not live in the server (pglite-initdb.ts).
+      if (dataDir && !template && !dataDirIsInitialised(dataDir)) await initDataDirInChild(dataDir, startParams);
       const db = await PGlite.create({
         ...(dataDir ? { dataDir } : {}),
         ...(template ? { loadDataDir: template } : {}),
-        startParams: [...EMBEDDED_START_PARAMS],
         ...options.pglite,
+        startParams: [...startParams],
         parsers: { [pgliteTypes.INT8]: (value: string) => Number(value) },
       });
       if (ownerDir) await makeOwnerOnly(ownerDir);

@@ -8,6 +8,14 @@
  */
 import type { DeadlockVerdict, InstancePublication, ReleaseFeedListener, WaitEdge } from '../spi.js';
 import type { Row, SqlDatabase } from './queryable.js';
+import { StatementBatcher } from './statement-batcher.js';
+
+interface WaitRecord {
+  waitId: string;
+  sessionId: string;
+  key: string;
+  instanceId: string;
+}
 
 export const RELEASED_CHANNEL = 'holdfast_released';
 /** Key of the advisory lock under which one instance at a time looks for cycles. */
@@ -71,25 +79,61 @@ export class SqlFleet {
     return rows.map((r) => ({ instanceId: String(r.instance_id), published: r.published }));
   }
 
-  async beginWait(req: { waitId: string; sessionId: string; key: string; instanceId: string }): Promise<void> {
-    try {
-      await this.db.query(
-        `INSERT INTO holdfast_waiters (wait_id, session_id, key, instance_id, started_at)
-         SELECT $1, $2, $3, $4, holdfast_now_ms()
-         WHERE EXISTS (SELECT 1 FROM holdfast_sessions WHERE session_id = $2)
-           AND EXISTS (SELECT 1 FROM holdfast_instances WHERE instance_id = $4)
-         ON CONFLICT (wait_id) DO NOTHING`,
-        [req.waitId, req.sessionId, req.key, req.instanceId],
-      );
-    } catch (error) {
-      // 23503: the session or instance ended between the check and the insert. The wait's next
-      // try answers SESSION_NOT_FOUND; an instance that lapsed records its waits again on rejoin.
-      if ((error as { code?: string }).code !== '23503') throw error;
-    }
+  /**
+   * Waits begin and end in bursts under contention (every waiter of a hot key records itself):
+   * the calls of one event-loop turn share one statement, at most two in flight (group commit).
+   */
+  private readonly begins = new StatementBatcher((batch: WaitRecord[]) => this.beginWaitBatch(batch), 256, 2);
+  private readonly ends = new StatementBatcher((batch: string[]) => this.endWaitBatch(batch), 256, 2);
+
+  beginWait(req: WaitRecord): Promise<void> {
+    return this.begins.submit(req);
   }
 
-  async endWait(waitId: string): Promise<void> {
-    await this.db.query('DELETE FROM holdfast_waiters WHERE wait_id = $1', [waitId]);
+  private async beginWaitBatch(batch: WaitRecord[]): Promise<void[]> {
+    try {
+      await this.insertWaits(batch);
+    } catch (error) {
+      // 23503: a session or instance ended between the check and the insert. The wait's next
+      // try answers SESSION_NOT_FOUND; an instance that lapsed records its waits again on rejoin.
+      if ((error as { code?: string }).code !== '23503') throw error;
+      // In a batch, that one row failed the others too: each goes again alone.
+      if (batch.length > 1) await Promise.all(batch.map((req) => this.begins.submitAlone(req)));
+    }
+    return batch.map(() => undefined);
+  }
+
+  /**
+   * Rows in session order: their foreign-key checks share-lock the session rows in the
+   * order a multi-session end locks them, so a batch adds no lock cycle.
+   */
+  private insertWaits(batch: readonly WaitRecord[]): Promise<Row[]> {
+    return this.db.query(
+      `INSERT INTO holdfast_waiters (wait_id, session_id, key, instance_id, started_at)
+       SELECT r.wid, r.sid, r.k, r.iid, holdfast_now_ms()
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS r(wid, sid, k, iid)
+       WHERE EXISTS (SELECT 1 FROM holdfast_sessions s WHERE s.session_id = r.sid)
+         AND EXISTS (SELECT 1 FROM holdfast_instances i WHERE i.instance_id = r.iid)
+       ORDER BY r.sid, r.wid
+       ON CONFLICT (wait_id) DO NOTHING`,
+      [batch.map((r) => r.waitId), batch.map((r) => r.sessionId), batch.map((r) => r.key), batch.map((r) => r.instanceId)],
+    );
+  }
+
+  endWait(waitId: string): Promise<void> {
+    return this.ends.submit(waitId);
+  }
+
+  /** Waiter rows locked in session order, as a session end's cascade locks them: no lock cycle. */
+  private async endWaitBatch(waitIds: string[]): Promise<void[]> {
+    await this.db.query(
+      waitIds.length === 1
+        ? 'DELETE FROM holdfast_waiters WHERE wait_id = $1'
+        : `DELETE FROM holdfast_waiters WHERE wait_id IN (
+             SELECT wait_id FROM holdfast_waiters WHERE wait_id = ANY($1::text[]) ORDER BY session_id, wait_id FOR UPDATE)`,
+      [waitIds.length === 1 ? waitIds[0] : waitIds],
+    );
+    return waitIds.map(() => undefined);
   }
 
   async waiterCounts(keys: readonly string[]): Promise<Map<string, number>> {
