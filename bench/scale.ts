@@ -4,21 +4,30 @@
  * On a throwaway PostgreSQL with real `holdfast server` child processes (default settings):
  * 1. Acceptance: one instance, 128 closed-loop callers heartbeating through HTTP, against the raw
  *    backend doing one UPDATE per heartbeat (a `pg` pool of 128) in the same run.
- * 2. Scale: sessions heartbeating at TTL/3 (open loop, latency from the scheduled instant, so a
- *    server falling behind shows), half of them holding a lock, with acquire/release churn beside;
- *    steps of sessions give the plot of heartbeat p99 against sessions. The target (100,000
- *    sessions, 50,000 locks) is scaled down to what this machine sustains (0.6 x the measured
- *    closed-loop rate x TTL/3) and the table says so.
- * 3. An expiry storm: 10,000 sessions (half with a lock) stop heartbeating at once; the time from
- *    their expiry until the sweeper has ended them all, and the churn's acquire p99 meanwhile.
- * 4. Server RSS, /metrics time, A1 (GET /v1/admin/locks) first page time at that state.
- * 5. Two instances on the same PostgreSQL: the paced load split over both, and their closed-loop rate.
- * 6. etcd (one local node): one instance, sessions opened over HTTP, closed-loop heartbeats.
+ * 2. Saturation at the default TTL: sessions heartbeating at TTL/3 (open loop, latency from the
+ *    scheduled instant, so a server falling behind shows), half of them holding a lock, with
+ *    acquire/release churn beside; steps of 0.25-2x of what one instance should sustain (0.6 x the
+ *    measured closed-loop rate x TTL/3) give the plot of heartbeat p99 against sessions.
+ * 3. The full target, 100,000 sessions and 50,000 held locks, with churn: at the default TTL they
+ *    need 100,000 / (TTL/3) heartbeats/s, more than one instance on 2 cores does, so this step runs
+ *    at the smallest TTL of a fixed ladder whose TTL/3 rate is at most 0.75 x the measured
+ *    closed-loop rate (or SCALE_LONG_TTL_MS), and the table says which.
+ * 4. An expiry storm at that state: 10,000 more sessions (half with a lock) stop heartbeating at
+ *    once; the time from their expiry until the sweeper has ended them all, and the churn's acquire
+ *    p99 meanwhile.
+ * 5. Server RSS, /metrics time, A1 (GET /v1/admin/locks) first page time at that state; CPU per
+ *    heartbeat of the server and of PostgreSQL (CPU time, which a loaded machine does not inflate).
+ * 6. Two instances on the same PostgreSQL: the 100,000 sessions paced over both, and their closed-loop rate.
+ * 7. etcd (one local node), one instance: closed-loop heartbeats (2,000 sessions) with the CPU per
+ *    heartbeat of the server and of etcd; then sessions opened over HTTP toward 100,000 (each is an
+ *    etcd lease) and every other one given a lock, each within a time budget, and those paced at
+ *    the TTL the measured rate allows, with churn. The table says how far it got and why.
  * Two diagnostic rows split the acceptance gap: the raw work on the server's pool size (16), and
  * the store's batched heartbeat called in-process (no HTTP).
  *
- * Knobs: SCALE_SESSIONS (100000), SCALE_LOCKS (50000), SCALE_TTL_MS (15000), SCALE_CALLERS (128),
- * SCALE_STEP_SECONDS (8), SCALE_STORM_SESSIONS (10000). Writes bench/results/scale.md and
+ * Knobs: SCALE_SESSIONS (100000), SCALE_LOCKS (50000), SCALE_TTL_MS (15000), SCALE_LONG_TTL_MS
+ * (from the ladder), SCALE_ETCD_TTL_MS (from the ladder), SCALE_CALLERS (128), SCALE_STEP_SECONDS (8),
+ * SCALE_STORM_SESSIONS (10000), SCALE_ETCD_OPEN_SECONDS (120), SCALE_ETCD_LOCK_SECONDS (45). Writes bench/results/scale.md and
  * bench/results/scale-heartbeat-p99.png (PNG drawn by bench/lib/png-plot.ts with node:zlib).
  */
 import { createHash } from 'node:crypto';
@@ -32,6 +41,7 @@ import { PgDatabase } from '../lock/store/sql/pg-database.js';
 import { SqlLockStore } from '../lock/store/sql/sql-store.js';
 import { spawnServer, type ServerProcess } from '../test/support/server-process.js';
 import { LeanHttpConnection } from './lib/lean-http.js';
+import { clusterCpuMillis } from './lib/cpu.js';
 import { linePlotPng } from './lib/png-plot.js';
 import { percentile } from './lib/stats.js';
 
@@ -47,18 +57,37 @@ const TTL = num('SCALE_TTL_MS', 15_000);
 const CALLERS = num('SCALE_CALLERS', 128);
 const STEP_SECONDS = num('SCALE_STEP_SECONDS', 8);
 const STORM = num('SCALE_STORM_SESSIONS', 10_000);
+const ETCD_OPEN_SECONDS = num('SCALE_ETCD_OPEN_SECONDS', 120);
+const ETCD_LOCK_SECONDS = num('SCALE_ETCD_LOCK_SECONDS', 45);
 const PERIOD = TTL / 3;
+/**
+ * TTLs a user might set, up to the API's maximum session TTL (300 s, lock/http/schemas.ts); the
+ * long-TTL steps take the smallest whose TTL/3 rate one instance sustains, else the maximum.
+ */
+const TTL_LADDER = [15, 20, 30, 45, 60, 90, 120, 180, 240, 300].map((s) => s * 1000);
+const SUSTAINED_SHARE = 0.75;
+function ttlFor(knob: string, sessions: number, closedLoopRate: number): number {
+  if (process.env[knob]) return num(knob, 0);
+  return TTL_LADDER.find((ttl) => sessions / (ttl / 3000) <= SUSTAINED_SHARE * closedLoopRate) ?? TTL_LADDER.at(-1)!;
+}
 const RESULTS = path.resolve(import.meta.dirname, 'results');
 const VIEWER_TOKEN = 'scale-bench-viewer-token-0123456789';
 
 const startedAt = Date.now();
 const load = () => os.loadavg().map((l) => l.toFixed(1)).join(' ');
+const startLoad = load();
 const log = (line: string) => console.log(`[${((Date.now() - startedAt) / 1000).toFixed(0)}s, load ${load()}] ${line}`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const tokenOf = (id: string) => `tok-${id}`;
 const hashOf = (token: string) => createHash('sha256').update(token, 'utf8').digest('hex');
-const rssMb = (server: ServerProcess) =>
-  Math.round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${server.child.pid}/status`, 'utf8'))![1]) / 1024);
+const pidRssMb = (pid: number) => Math.round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024);
+const rssMb = (server: ServerProcess) => pidRssMb(server.child.pid!);
+/** User + system CPU of a process, from /proc/PID/stat (fields after the command name: [11] utime, [12] stime). */
+const cpuMillis = (pid: number) => {
+  const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+};
 const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : 'n/a');
 
 interface Window {
@@ -164,21 +193,45 @@ async function storeHeartbeats(databaseUrl: string, prefix: string, n: number, s
   return closed(window);
 }
 
-/** Sessions opened through HTTP (any store); returns their ids and tokens. */
-async function openOverHttp(url: string, count: number): Promise<{ id: string; token: string }[]> {
-  const pool = await connections([url], 32);
+/** Sessions opened through HTTP (any store) until `count` or `seconds` run out; their ids and tokens. */
+async function openOverHttp(url: string, count: number, ttlMillis = 300_000, seconds = Infinity): Promise<{ id: string; token: string }[]> {
+  const pool = await connections([url], 64);
   const opened: { id: string; token: string }[] = [];
+  const until = performance.now() + seconds * 1000;
   let next = 0;
   await Promise.all(
     pool.map(async (c) => {
-      while (next++ < count) {
-        const body = (await c.request('POST', '/v1/sessions', { owner: 'scale', ttlMillis: 300_000 })).body as { sessionId: string; sessionToken: string };
+      while (next++ < count && performance.now() < until) {
+        const answer = await c.request('POST', '/v1/sessions', { owner: 'scale', ttlMillis });
+        if (answer.status !== 201 && answer.status !== 200) throw new Error(`session open answered ${answer.status}`);
+        const body = answer.body as { sessionId: string; sessionToken: string };
         opened.push({ id: body.sessionId, token: body.sessionToken });
       }
       c.close();
     }),
   );
   return opened;
+}
+
+/** Every session of `sessions` acquires one lock of its own, until done or `seconds` run out; how many hold one. */
+async function acquireOverHttp(url: string, sessions: { id: string; token: string }[], seconds: number): Promise<{ held: number; refused: Record<number, number> }> {
+  const pool = await connections([url], 64);
+  const until = performance.now() + seconds * 1000;
+  let next = 0;
+  let held = 0;
+  const refused: Record<number, number> = {};
+  await Promise.all(
+    pool.map(async (c) => {
+      for (let i = next++; i < sessions.length && performance.now() < until; i = next++) {
+        const s = sessions[i]!;
+        const answer = await c.request('POST', `/v1/locks/${encodeURIComponent(`held/${s.id}`)}/acquire`, { sessionId: s.id, ttlMillis: 600_000 }, s.token);
+        if (answer.status === 200) held++;
+        else refused[answer.status] = (refused[answer.status] ?? 0) + 1;
+      }
+      c.close();
+    }),
+  );
+  return { held, refused };
 }
 
 /** Closed-loop heartbeats of sessions opened over HTTP (their tokens are the server's). */
@@ -213,41 +266,57 @@ class HeartbeatPacer {
   private epoch = performance.now();
   private timer: NodeJS.Timeout | undefined;
   private readonly idle: LeanHttpConnection[];
-  private readonly backlog: { id: string; due: number }[] = [];
+  private backlog: { index: number; due: number }[] = [];
+  private head = 0;
   window = newWindow();
 
-  constructor(private readonly pool: LeanHttpConnection[], private readonly prefix: string) {
+  /** Sessions are `prefix`0..n-1 with the bench's tokens, or `opened` (tokens the server issued). */
+  constructor(
+    private readonly pool: LeanHttpConnection[],
+    private readonly prefix: string,
+    private readonly period: number,
+    private readonly opened?: { id: string; token: string }[],
+  ) {
     this.idle = [...pool];
   }
 
-  static async start(urls: string[], prefix: string, connectionCount = CALLERS) {
-    return new HeartbeatPacer(await connections(urls, connectionCount), prefix);
+  static async start(urls: string[], prefix: string, period = PERIOD, opened?: { id: string; token: string }[]) {
+    return new HeartbeatPacer(await connections(urls, CALLERS), prefix, period, opened);
   }
 
   setSessions(n: number) {
     this.n = n;
     this.issued = 0;
     this.epoch = performance.now();
+    // An overloaded step's backlog is not the next step's load.
+    this.backlog = [];
+    this.head = 0;
     this.window = newWindow();
     this.timer ??= setInterval(() => this.tick(), 5);
   }
 
   private tick() {
     const now = performance.now();
-    const rate = this.n / PERIOD; // per millisecond
+    const rate = this.n / this.period; // per millisecond
     const due = Math.floor((now - this.epoch) * rate);
     for (; this.issued < due; this.issued++) {
-      this.backlog.push({ id: `${this.prefix}${this.issued % this.n}`, due: this.epoch + this.issued / rate });
+      this.backlog.push({ index: this.issued % this.n, due: this.epoch + this.issued / rate });
     }
     this.drain();
   }
 
   private drain() {
-    while (this.idle.length > 0 && this.backlog.length > 0) {
-      const job = this.backlog.shift()!;
+    while (this.idle.length > 0 && this.head < this.backlog.length) {
+      const job = this.backlog[this.head++]!;
+      if (this.head > 65_536) {
+        this.backlog = this.backlog.slice(this.head);
+        this.head = 0;
+      }
       const c = this.idle.pop()!;
       const window = this.window;
-      c.request('POST', `/v1/sessions/${job.id}/heartbeat`, {}, tokenOf(job.id)).then(
+      const id = this.opened ? this.opened[job.index]!.id : `${this.prefix}${job.index}`;
+      const token = this.opened ? this.opened[job.index]!.token : tokenOf(id);
+      c.request('POST', `/v1/sessions/${id}/heartbeat`, {}, token).then(
         (answer) => {
           if (answer.status === 200) window.latencies.push(performance.now() - job.due);
           else window.failures++;
@@ -340,10 +409,12 @@ async function main() {
   let cluster: PostgresCluster | undefined;
   const servers: ServerProcess[] = [];
   const steps: { sessions: number; p99: number; rate: number; failures: number; acquireP99: number }[] = [];
+  const longSteps: typeof steps = [];
   try {
     log(`cores ${os.cpus().length}; TTL ${TTL} ms, heartbeat every ${PERIOD} ms; target ${fmt(TARGET_SESSIONS)} sessions, ${fmt(TARGET_LOCKS)} locks`);
     cluster = await startPostgres();
     const databaseUrl = await cluster.createDatabase();
+    const postmasterPid = Number(readFileSync(`${cluster.dataDir}/postmaster.pid`, 'utf8').split('\n')[0]);
     const env = {
       HOLDFAST_STORE: 'postgres',
       DATABASE_URL: databaseUrl,
@@ -370,21 +441,14 @@ async function main() {
     add(`diagnostic: SqlLockStore.heartbeat in the bench process, ${CALLERS} callers, pool 16 (p99 ms)`, `${fmt(rateOf(direct))} (${fmt(p99(direct), 1)})`);
     await db.query(`DELETE FROM holdfast_sessions WHERE session_id LIKE 'acc-%'`);
 
-    // ---- 2. scale steps --------------------------------------------------------------------------
+    // ---- 2. saturation at the default TTL ------------------------------------------------------------
     const sustainable = Math.floor(0.6 * rateOf(http) * (PERIOD / 1000));
-    const sessions = Math.min(TARGET_SESSIONS, sustainable);
-    const locks = Math.min(TARGET_LOCKS, Math.floor(sessions / 2));
-    add(
-      'sessions / held locks at full step',
-      sessions < TARGET_SESSIONS
-        ? `${fmt(sessions)} / ${fmt(locks)} (SCALED DOWN from ${fmt(TARGET_SESSIONS)} / ${fmt(TARGET_LOCKS)}: 0.6 x measured ${fmt(rateOf(http))}/s x ${PERIOD / 1000} s)`
-        : `${fmt(sessions)} / ${fmt(locks)}`,
-    );
+    log(`default TTL: one instance should sustain about ${fmt(sustainable)} sessions (0.6 x ${fmt(rateOf(http))}/s x ${PERIOD / 1000} s)`);
     const churn = new AcquireChurn(a.url);
     const pacer = await HeartbeatPacer.start([a.url], 'live-');
     let seeded = 0;
-    for (const fraction of [0.25, 0.5, 1, 1.5]) {
-      const n = Math.floor(sessions * fraction);
+    for (const fraction of [0.25, 0.5, 1, 1.5, 2]) {
+      const n = Math.floor(sustainable * fraction);
       await seedSessions(db, 'live-', seeded, n, TTL, true);
       seeded = Math.max(seeded, n);
       pacer.setSessions(n);
@@ -396,22 +460,57 @@ async function main() {
       const acquires = closed(churn.window);
       steps.push({ sessions: n, p99: p99(w), rate: rateOf(w), failures: w.failures, acquireP99: p99(acquires) });
       add(
-        `step ${fmt(n)} sessions (${fmt(n / (PERIOD / 1000))}/s offered): heartbeats/s, p99 ms, failures; acquire p99 ms`,
+        `TTL ${TTL / 1000} s, step ${fmt(n)} sessions (${fmt(n / (PERIOD / 1000))}/s offered): heartbeats/s, p99 ms, failures; acquire p99 ms`,
         `${fmt(rateOf(w))}, ${fmt(p99(w), 1)}, ${w.failures}; ${fmt(p99(acquires), 1)}`,
       );
     }
-    // Back to the full step; the overload step's extra sessions are removed (not part of the storm).
-    pacer.setSessions(sessions);
-    await db.query(`DELETE FROM holdfast_locks WHERE session_id IN (SELECT session_id FROM holdfast_sessions WHERE session_id LIKE 'live-%' AND substr(session_id, 6)::int >= $1)`, [sessions]);
-    await db.query(`DELETE FROM holdfast_sessions WHERE session_id LIKE 'live-%' AND substr(session_id, 6)::int >= $1`, [sessions]);
-    await sleep(2000);
+    pacer.stop();
+    // The default-TTL sessions leave without a storm of their own (the storm below is measured alone).
+    await db.query(`DELETE FROM holdfast_locks WHERE session_id LIKE 'live-%'`);
+    await db.query(`DELETE FROM holdfast_sessions WHERE session_id LIKE 'live-%'`);
 
-    // ---- 3. expiry storm -----------------------------------------------------------------------------
+    // ---- 3. the full target at the TTL one instance sustains ----------------------------------------
+    const longTtl = ttlFor('SCALE_LONG_TTL_MS', TARGET_SESSIONS, rateOf(http));
+    const longPeriod = longTtl / 3;
+    const locks = Math.min(TARGET_LOCKS, Math.floor(TARGET_SESSIONS / 2));
+    const defaultNeeds = TARGET_SESSIONS / (PERIOD / 1000);
+    add(
+      `full step: TTL chosen for ${fmt(TARGET_SESSIONS)} sessions`,
+      `${longTtl / 1000} s (heartbeat every ${fmt(longPeriod / 1000, 1)} s = ${fmt(TARGET_SESSIONS / (longPeriod / 1000))}/s offered; ` +
+        `the default ${TTL / 1000} s TTL would need ${fmt(defaultNeeds)}/s, ${fmt(defaultNeeds / rateOf(http), 1)}x the measured closed-loop ${fmt(rateOf(http))}/s; ` +
+        `smallest TTL of ${TTL_LADDER.map((t) => t / 1000).join('/')} s offering <= ${SUSTAINED_SHARE} x that, else the API maximum)`,
+    );
+    const seedAt = performance.now();
+    await seedSessions(db, 'big-', 0, TARGET_SESSIONS, longTtl, true);
+    log(`seeded ${fmt(TARGET_SESSIONS)} sessions and ${fmt(locks)} locks in ${fmt((performance.now() - seedAt) / 1000, 1)} s`);
+    const bigPacer = await HeartbeatPacer.start([a.url], 'big-', longPeriod);
+    bigPacer.setSessions(TARGET_SESSIONS);
+    await sleep(1000);
+    bigPacer.window = newWindow();
+    churn.reset();
+    const serverCpuAt = cpuMillis(a.child.pid!);
+    const postgresCpuAt = clusterCpuMillis(postmasterPid);
+    await sleep(STEP_SECONDS * 1000);
+    const full = closed(bigPacer.window);
+    const fullAcquires = closed(churn.window);
+    const beats = full.latencies.length + full.failures;
+    const serverCpuPerBeat = (cpuMillis(a.child.pid!) - serverCpuAt) / beats;
+    const postgresCpuPerBeat = (clusterCpuMillis(postmasterPid) - postgresCpuAt) / beats;
+    longSteps.push({ sessions: TARGET_SESSIONS, p99: p99(full), rate: rateOf(full), failures: full.failures, acquireP99: p99(fullAcquires) });
+    add(
+      `full step, one instance: ${fmt(TARGET_SESSIONS)} sessions, ${fmt(locks)} held locks, TTL ${longTtl / 1000} s, churn beside: heartbeats/s, p99 ms, failures; acquire p99 ms`,
+      `${fmt(rateOf(full))}, ${fmt(p99(full), 1)}, ${full.failures}; ${fmt(p99(fullAcquires), 1)}`,
+    );
+    add(
+      'full step: CPU ms per heartbeat, server process (incl. its share of churn) / PostgreSQL cluster',
+      `${fmt(serverCpuPerBeat, 3)} / ${fmt(postgresCpuPerBeat, 3)} (one core each would cap at ${fmt(1000 / serverCpuPerBeat)}/s / ${fmt(1000 / postgresCpuPerBeat)}/s)`,
+    );
+
+    // ---- 4. expiry storm at that state ---------------------------------------------------------------
     const stormTtl = 2000;
     await seedSessions(db, 'storm-', 0, STORM, stormTtl, true);
     const expiresAt = Number((await db.query(`SELECT max(expires_at) AS e FROM holdfast_sessions WHERE session_id LIKE 'storm-%'`)).rows[0].e);
     let sweptAt = Number.NaN;
-    let maxLag = 0;
     const stormDeadline = Date.now() + stormTtl + 30_000;
     let stormWindowStarted = false;
     while (Date.now() < stormDeadline) {
@@ -421,9 +520,9 @@ async function main() {
       const now = Number(r.now);
       if (!stormWindowStarted && now >= expiresAt) {
         churn.reset();
+        bigPacer.window = newWindow();
         stormWindowStarted = true;
       }
-      if (now >= expiresAt) maxLag = Math.max(maxLag, now - expiresAt);
       if (r.left === 0) {
         sweptAt = now;
         break;
@@ -431,37 +530,37 @@ async function main() {
       await sleep(100);
     }
     const stormAcquire = closed(churn.window);
+    const stormBeats = closed(bigPacer.window);
     add(
-      `storm: ${fmt(STORM)} sessions (${fmt(STORM / 2)} locks) expiring at once: swept after their expiry, s (goal <= 5)`,
+      `storm: ${fmt(STORM)} sessions (${fmt(STORM / 2)} locks) expiring at once beside the full step: swept after their expiry, s (goal <= 5)`,
       fmt((sweptAt - expiresAt) / 1000, 1),
     );
     add('storm: live acquire p99 ms during the sweep (goal < 100), acquires', `${fmt(p99(stormAcquire), 1)}, ${stormAcquire.latencies.length}`);
-    const stormBeats = closed(pacer.window);
-    add('storm: heartbeat p99 ms meanwhile (whole step so far), failures', `${fmt(p99(stormBeats), 1)}, ${stormBeats.failures}`);
+    add('storm: heartbeat p99 ms during the sweep, failures', `${fmt(p99(stormBeats), 1)}, ${stormBeats.failures}`);
 
-    // ---- 4. the server at this state -------------------------------------------------------------
+    // ---- 5. the server at this state -----------------------------------------------------------------
     await sleep(1000);
-    add(`server RSS MB at ${fmt(sessions)} sessions / ${fmt(locks)} locks`, fmt(rssMb(a)));
+    add(`server RSS MB at ${fmt(TARGET_SESSIONS)} sessions / ${fmt(locks)} locks`, fmt(rssMb(a)));
     add('/metrics time ms (median of 5)', fmt(await timed(`${a.url}/metrics`), 1));
     add('A1 first page (GET /v1/admin/locks?limit=50) ms (median of 5)', fmt(await timed(`${a.url}/v1/admin/locks?limit=50`, { authorization: `Bearer ${VIEWER_TOKEN}` }), 1));
 
-    // ---- 5. two instances ----------------------------------------------------------------------------
+    // ---- 6. two instances ----------------------------------------------------------------------------
     // The first pacer keeps the sessions alive until the second instance is ready.
     servers.push(await spawnServer(env));
     const b = servers[1]!;
-    const pacer2 = await HeartbeatPacer.start([a.url, b.url], 'live-');
-    pacer.stop();
-    pacer2.setSessions(sessions);
+    const pacer2 = await HeartbeatPacer.start([a.url, b.url], 'big-', longPeriod);
+    bigPacer.stop();
+    pacer2.setSessions(TARGET_SESSIONS);
     await sleep(1000);
     pacer2.window = newWindow();
     await sleep(STEP_SECONDS * 1000);
     const paced2 = closed(pacer2.window);
     add(
-      `two instances, ${fmt(sessions)} sessions paced: heartbeats/s, p99 ms, failures`,
+      `two instances, ${fmt(TARGET_SESSIONS)} sessions at TTL ${longTtl / 1000} s paced: heartbeats/s, p99 ms, failures`,
       `${fmt(rateOf(paced2))}, ${fmt(p99(paced2), 1)}, ${paced2.failures}`,
     );
     pacer2.stop();
-    const two = await closedLoopHeartbeats([a.url, b.url], 'live-', sessions, STEP_SECONDS);
+    const two = await closedLoopHeartbeats([a.url, b.url], 'big-', TARGET_SESSIONS, STEP_SECONDS);
     add(`two instances, ${CALLERS} callers closed loop: heartbeats/s (p99 ms)`, `${fmt(rateOf(two))} (${fmt(p99(two), 1)})`);
     add('server RSS MB, each instance', `${fmt(rssMb(a))}, ${fmt(rssMb(b))}`);
     await churn.stop();
@@ -470,17 +569,66 @@ async function main() {
       s.child.kill('SIGTERM');
       await s.exited;
     }
+    await cluster.stop();
+    cluster = undefined;
 
-    // ---- 6. etcd: one instance, sessions opened over HTTP, closed-loop heartbeats ---------------------
+    // ---- 7. etcd, one instance ------------------------------------------------------------------------
     const etcd = await startEtcd();
     try {
       const onEtcd = await spawnServer({ HOLDFAST_STORE: 'etcd', ETCD_ENDPOINTS: etcd.endpoints.join(','), HOLDFAST_SWEEP_INTERVAL_MS: '1000' });
       servers.push(onEtcd);
-      const etcdSessions = await openOverHttp(onEtcd.url, 2_000);
-      await closedLoopOpened(onEtcd.url, etcdSessions, 1);
-      const onEtcdBeats = await closedLoopOpened(onEtcd.url, etcdSessions, STEP_SECONDS);
-      add(`etcd (one node), one instance, ${CALLERS} callers, ${fmt(etcdSessions.length)} sessions: heartbeats/s (p99 ms), failures`, `${fmt(rateOf(onEtcdBeats))} (${fmt(p99(onEtcdBeats), 1)}), ${onEtcdBeats.failures}`);
-      add('etcd: server RSS MB', fmt(rssMb(onEtcd)));
+      const etcdPid = etcd.member.pid!;
+      const fewSessions = await openOverHttp(onEtcd.url, 2_000);
+      await closedLoopOpened(onEtcd.url, fewSessions, 1);
+      const etcdServerCpuAt = cpuMillis(onEtcd.child.pid!);
+      const etcdCpuAt = cpuMillis(etcdPid);
+      const onEtcdBeats = await closedLoopOpened(onEtcd.url, fewSessions, STEP_SECONDS);
+      const etcdBeats = onEtcdBeats.latencies.length + onEtcdBeats.failures;
+      const etcdServerCpu = (cpuMillis(onEtcd.child.pid!) - etcdServerCpuAt) / etcdBeats;
+      const etcdCpu = (cpuMillis(etcdPid) - etcdCpuAt) / etcdBeats;
+      add(
+        `etcd (one node), one instance, ${CALLERS} callers, ${fmt(fewSessions.length)} sessions: heartbeats/s (p99 ms), failures`,
+        `${fmt(rateOf(onEtcdBeats))} (${fmt(p99(onEtcdBeats), 1)}), ${onEtcdBeats.failures}`,
+      );
+      add(
+        'etcd: CPU ms per heartbeat, server process / etcd (a lease keep-alive plus a txn rewriting the session key and record)',
+        `${fmt(etcdServerCpu, 3)} / ${fmt(etcdCpu, 3)} (one core each would cap at ${fmt(1000 / etcdServerCpu)}/s / ${fmt(1000 / etcdCpu)}/s)`,
+      );
+      const etcdTtl = ttlFor('SCALE_ETCD_TTL_MS', TARGET_SESSIONS, rateOf(onEtcdBeats));
+      add(
+        'etcd: TTL for the sessions toward 100k, and the sessions one instance sustains at it',
+        `${etcdTtl / 1000} s (${fmt(TARGET_SESSIONS)} would offer ${fmt(TARGET_SESSIONS / (etcdTtl / 3000))}/s; ${SUSTAINED_SHARE} x the measured ${fmt(rateOf(onEtcdBeats))}/s x ${etcdTtl / 3000} s = ${fmt(SUSTAINED_SHARE * rateOf(onEtcdBeats) * (etcdTtl / 3000))} sessions)`,
+      );
+      const openAt = performance.now();
+      const many = await openOverHttp(onEtcd.url, TARGET_SESSIONS - fewSessions.length, etcdTtl, ETCD_OPEN_SECONDS);
+      const openSeconds = (performance.now() - openAt) / 1000;
+      const etcdSessions = [...fewSessions, ...many];
+      add(
+        `etcd: sessions opened over HTTP toward ${fmt(TARGET_SESSIONS)} (each an etcd lease, TTL ${etcdTtl / 1000} s for ${fmt(many.length)} of them), within ${ETCD_OPEN_SECONDS} s: count, opens/s`,
+        `${fmt(etcdSessions.length)}, ${fmt(many.length / openSeconds)}`,
+      );
+      const lockAt = performance.now();
+      const { held: etcdLocks, refused } = await acquireOverHttp(onEtcd.url, many.filter((_, i) => i % 2 === 0), ETCD_LOCK_SECONDS);
+      add(
+        `etcd: locks acquired over HTTP for every other session, within ${ETCD_LOCK_SECONDS} s: held, acquires/s, refused by status`,
+        `${fmt(etcdLocks)}, ${fmt(etcdLocks / ((performance.now() - lockAt) / 1000))}, ${JSON.stringify(refused)}`,
+      );
+      const etcdChurn = new AcquireChurn(onEtcd.url);
+      const etcdPacer = await HeartbeatPacer.start([onEtcd.url], '', etcdTtl / 3, many);
+      etcdPacer.setSessions(many.length);
+      await sleep(1000);
+      etcdPacer.window = newWindow();
+      etcdChurn.reset();
+      await sleep(STEP_SECONDS * 1000);
+      const etcdFull = closed(etcdPacer.window);
+      const etcdFullAcquires = closed(etcdChurn.window);
+      etcdPacer.stop();
+      await etcdChurn.stop();
+      add(
+        `etcd: ${fmt(etcdSessions.length)} sessions, ${fmt(etcdLocks)} held locks, ${fmt(many.length)} paced at TTL ${etcdTtl / 1000} s (${fmt(many.length / (etcdTtl / 3000))}/s offered), churn beside: heartbeats/s, p99 ms, failures; acquire p99 ms`,
+        `${fmt(rateOf(etcdFull))}, ${fmt(p99(etcdFull), 1)}, ${etcdFull.failures}; ${fmt(p99(etcdFullAcquires), 1)}`,
+      );
+      add('etcd: server RSS MB, etcd RSS MB', `${fmt(rssMb(onEtcd))}, ${fmt(pidRssMb(etcdPid))}`);
     } finally {
       for (const s of servers.splice(0)) {
         s.child.kill('SIGTERM');
@@ -498,21 +646,25 @@ async function main() {
   }
 
   const seconds = (Date.now() - startedAt) / 1000;
+  // Blue: one instance at the default TTL (where it saturates); orange: the full target at the long TTL.
   const png = linePlotPng([
     { points: steps.map((s) => ({ x: s.sessions, y: s.p99 })), color: [31, 119, 180] },
+    { points: longSteps.map((s) => ({ x: s.sessions, y: s.p99 })), color: [255, 127, 14] },
   ]);
   writeFileSync(path.join(RESULTS, 'scale-heartbeat-p99.png'), png);
   const table = [
-    `Run ${new Date().toISOString()} on ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'cpu'}), load average at the end ${load()}, ${fmt(seconds)} s.`,
-    `PostgreSQL 15 (fsync=off, throwaway), \`holdfast server\` child processes with default settings (pool 16, sweep every 1 s), TTL ${TTL} ms, heartbeat every ${PERIOD} ms.`,
+    `Run ${new Date().toISOString()} on ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'cpu'}), load average at the start ${startLoad}, at the end ${load()}, ${fmt(seconds)} s.`,
+    `PostgreSQL 15 (fsync=off, throwaway) and etcd (one node, tmpfs), \`holdfast server\` child processes with default settings (pool 16, sweep every 1 s); ` +
+      `default TTL ${TTL / 1000} s (heartbeat every ${PERIOD / 1000} s); the 100,000-session rows run at a longer TTL, named in their rows, because at the default TTL they need more heartbeats/s than one instance on 2 cores does.`,
     '',
     '| measure | value |',
     '| --- | --- |',
     ...rows.map((r) => `| ${r.label} | ${r.value} |`),
     '',
-    '![heartbeat p99 (ms, y) against sessions heartbeating at TTL/3 (x), one instance](scale-heartbeat-p99.png)',
+    '![heartbeat p99 (ms, y) against sessions heartbeating at TTL/3 (x), one instance; blue at the default TTL, orange the full step at its longer TTL](scale-heartbeat-p99.png)',
     '',
-    `Plot: heartbeat p99 in ms (y) against sessions (x), one instance; points ${steps.map((s) => `${fmt(s.sessions)}: ${fmt(s.p99, 1)} ms`).join(', ')}.`,
+    `Plot: heartbeat p99 in ms (y) against sessions (x), one instance; blue, TTL ${TTL / 1000} s: ${steps.map((s) => `${fmt(s.sessions)}: ${fmt(s.p99, 1)} ms`).join(', ')}; ` +
+      `orange, the full step at its longer TTL: ${longSteps.map((s) => `${fmt(s.sessions)}: ${fmt(s.p99, 1)} ms`).join(', ')}.`,
   ].join('\n');
   const markdown = `# Scale bench (\`npm run bench:scale\`)\n\nGenerated by bench/scale.ts; do not edit by hand.\n\n${table}\n`;
   writeFileSync(path.join(RESULTS, 'scale.md'), markdown);

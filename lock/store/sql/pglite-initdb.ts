@@ -11,6 +11,7 @@
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 
@@ -32,6 +33,11 @@ require(pglitePath).PGlite.create({ dataDir, startParams })
 
 export async function initDataDirInChild(dataDir: string, startParams: readonly string[]): Promise<void> {
   const pglitePath = createRequire(import.meta.url).resolve('@electric-sql/pglite');
+  const failed = (why: string) => new Error(`initdb of the embedded data directory ${dataDir} failed: ${why}`);
+  // PGlite creates only the last path component; the parents are ours to make (owner-only).
+  await mkdir(dataDir, { recursive: true, mode: 0o700 }).catch((error: Error) => {
+    throw failed(error.message);
+  });
   await new Promise<void>((resolve, reject) => {
     // The child inherits this process's umask, so its files are owner-only like the server's.
     execFile(
@@ -39,7 +45,7 @@ export async function initDataDirInChild(dataDir: string, startParams: readonly 
       ['-e', CHILD_SCRIPT, JSON.stringify([pglitePath, dataDir, startParams])],
       { maxBuffer: 16 * 1024 * 1024 },
       (error, _stdout, stderr) => {
-        if (error) reject(new Error(`initdb of the embedded data directory ${dataDir} failed: ${stderr.trim() || error.message}`));
+        if (error) reject(failed(stderr.trim() || error.message));
         else resolve();
       },
     );
