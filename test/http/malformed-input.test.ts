@@ -57,7 +57,12 @@ function heldKeyPlaceholder() {
   return 'fuzz/held';
 }
 const unknownSession = fc.stringMatching(/^s_[A-Za-z0-9_-]{22}$/);
-const badSessionId = fc.oneof(fc.constantFrom('has space', 'x'.repeat(65), '../etc', 'a.b', '%00'), fc.string({ minLength: 1, maxLength: 8 }).filter((s) => !/^[A-Za-z0-9_-]+$/.test(s)));
+// "." and ".." are dot segments: fetch removes them from the path before sending (WHATWG URL), so
+// the server would see another route than the one the OpenAPI check looks up.
+const badSessionId = fc.oneof(
+  fc.constantFrom('has space', 'x'.repeat(65), '../etc', 'a.b', '%00'),
+  fc.string({ minLength: 1, maxLength: 8 }).filter((s) => !/^[A-Za-z0-9_-]+$/.test(s) && s !== '.' && s !== '..'),
+);
 const wrongTypeForString = fc.oneof(fc.constant(null), fc.boolean(), fc.double(), fc.array(fc.integer(), { maxLength: 3 }), fc.object({ maxDepth: 1 }));
 const wrongType = fc.oneof(wrongTypeForString, fc.string({ maxLength: 5 }));
 const badInteger = fc.oneof(
