@@ -7,7 +7,7 @@
  * instances by BENCH_BACKGROUND_SESSIONS paced sessions, default 96). Prints p50/p99 of
  * (grant answered on B) − (release answered on A), and of (grant answered) − (release sent),
  * with the load average before and after; writes each store's section of
- * bench/results/handoff.md (the sections of stores not run are kept).
+ * bench/results/handoff.md (the sections of stores not run are kept; BENCH_HANDOFF_RESULTS=FILE writes there instead).
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -15,20 +15,23 @@ import os from 'node:os';
 import { startEtcd } from '../test/support/etcd.js';
 import { startPostgres } from '../test/support/postgres.js';
 import { spawnServer, type ServerProcess } from '../test/support/server-process.js';
-import { clusterCpuMillis, processCpuMillis } from './lib/cpu.js';
+import { clusterCpuMillis, processCpuMillis, runQueueWaitMillis } from './lib/cpu.js';
 import { percentile } from './lib/stats.js';
 
 const HANDOFFS = Number(process.env.BENCH_HANDOFFS ?? 300);
 const WRITES_PER_SECOND = Number(process.env.BENCH_WRITES_PER_SECOND ?? 400);
 const BACKGROUND_WORKERS = Number(process.env.BENCH_BACKGROUND_SESSIONS ?? 96);
 const STORES = (process.env.BENCH_HANDOFF_STORES ?? 'postgres,etcd').split(',').map((s) => s.trim()) as Array<'postgres' | 'etcd'>;
-const RESULTS = new URL('./results/handoff.md', import.meta.url);
+/** BENCH_HANDOFF_RESULTS: write elsewhere (e.g. a loaded same-run comparison that must not replace quiet figures). */
+const RESULTS = process.env.BENCH_HANDOFF_RESULTS ?? new URL('./results/handoff.md', import.meta.url);
 
 /** A store two instances share: the env that points a server at it, and how it stops. */
 interface SharedStore {
   env: Record<string, string>;
   /** CPU time the store's processes have used so far. */
   cpuMillis(): number;
+  /** Run-queue wait of the store's main process so far (PostgreSQL: the postmaster only; its backends come and go). */
+  runQueueMillis(): number;
   stop(): Promise<void>;
 }
 
@@ -45,6 +48,7 @@ const STORE_SETUP: Record<'postgres' | 'etcd', { title: string; how: string; sta
       return {
         env: { HOLDFAST_STORE: 'postgres', DATABASE_URL: databaseUrl },
         cpuMillis: () => clusterCpuMillis(postmasterPid),
+        runQueueMillis: () => runQueueWaitMillis(postmasterPid),
         stop: () => postgres.stop(),
       };
     },
@@ -58,7 +62,7 @@ const STORE_SETUP: Record<'postgres' | 'etcd', { title: string; how: string; sta
     async start() {
       const etcd = await startEtcd();
       const pid = etcd.member.pid!;
-      return { env: { HOLDFAST_STORE: 'etcd', ETCD_ENDPOINTS: etcd.endpoints.join(',') }, cpuMillis: () => processCpuMillis(pid), stop: () => etcd.stop() };
+      return { env: { HOLDFAST_STORE: 'etcd', ETCD_ENDPOINTS: etcd.endpoints.join(',') }, cpuMillis: () => processCpuMillis(pid), runQueueMillis: () => runQueueWaitMillis(pid), stop: () => etcd.stop() };
     },
   },
 };
@@ -148,7 +152,15 @@ async function runOn(store: 'postgres' | 'etcd'): Promise<string[]> {
     const holder = await openSession(a.url);
     const waiter = await openSession(b.url);
     const workers = await Promise.all(Array.from({ length: BACKGROUND_WORKERS }, (_, i) => openSession(i % 2 ? b!.url : a!.url)));
-    const cpuAt = () => ({ a: processCpuMillis(a!.child.pid!), b: processCpuMillis(b!.child.pid!), store: shared.cpuMillis(), wall: performance.now() });
+    const cpuAt = () => ({
+      a: processCpuMillis(a!.child.pid!),
+      b: processCpuMillis(b!.child.pid!),
+      store: shared.cpuMillis(),
+      waitA: runQueueWaitMillis(a!.child.pid!),
+      waitB: runQueueWaitMillis(b!.child.pid!),
+      waitStore: shared.runQueueMillis(),
+      wall: performance.now(),
+    });
     const cpuBefore = cpuAt();
     const keepAlive = heartbeatForever([holder, waiter, ...workers], stop.signal);
     const background = backgroundWrites(workers, stop.signal);
@@ -196,7 +208,10 @@ async function runOn(store: 'postgres' | 'etcd'): Promise<string[]> {
     // Share of one core each part used over the run: near 100% means that part, not the handoff path, set the pace.
     const wallMillis = cpuAfter.wall - cpuBefore.wall;
     const share = (key: 'a' | 'b' | 'store') => `${((100 * (cpuAfter[key] - cpuBefore[key])) / wallMillis).toFixed(0)}%`;
-    const cpuLine = `CPU over the run (${(wallMillis / 1000).toFixed(1)} s), share of one core: instance A ${share('a')}, instance B ${share('b')}, ${store} ${share('store')}`;
+    const waited = (key: 'waitA' | 'waitB' | 'waitStore') => `${((cpuAfter[key] - cpuBefore[key]) / (wallMillis / 1000)).toFixed(0)} ms`;
+    const cpuLine =
+      `CPU over the run (${(wallMillis / 1000).toFixed(1)} s), share of one core: instance A ${share('a')}, instance B ${share('b')}, ${store} ${share('store')}. ` +
+      `Run-queue wait (runnable, no CPU free) per second of run, all threads: A ${waited('waitA')}, B ${waited('waitB')}, ${store} ${waited('waitStore')}`;
     await keepAlive;
     const sorted = (xs: number[]) => [...xs].sort((x, y) => x - y);
     const s1 = sorted(sinceReleaseAnswered);

@@ -83,3 +83,26 @@ export function processCpuMillis(pid: number): number {
   if (!fields) throw new Error(`process ${pid} is not running`);
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
 }
+
+/**
+ * Time a process's threads spent runnable but waiting for a CPU (run-queue wait), from
+ * /proc/PID/task/TID/schedstat: on a machine with more runnable work than cores, this is
+ * latency no code path of ours can remove.
+ */
+export function runQueueWaitMillis(pid: number): number {
+  let nanos = 0;
+  let tasks: string[] = [];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    throw new Error(`process ${pid} is not running`);
+  }
+  for (const tid of tasks) {
+    try {
+      nanos += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[1]);
+    } catch {
+      // the thread exited between listing and reading
+    }
+  }
+  return nanos / 1e6;
+}

@@ -312,7 +312,8 @@ export interface FleetWaitState {
   waitForEdges(limit: number): Promise<WaitEdge[]>;
   /**
    * Under one fleet-wide lock: reads up to `limit` edges, lets `decide` choose victims and marks
-   * them. Null when another instance holds the lock (it is checking right now).
+   * them. Null when another instance checks (SQL: it holds the lock right now; etcd: it holds the
+   * checker key, on its lease, for as long as it lives).
    */
   resolveDeadlocks(limit: number, decide: (edges: readonly WaitEdge[]) => DeadlockVerdict[]): Promise<DeadlockVerdict[] | null>;
   /** This instance's waits marked as deadlock victims. */

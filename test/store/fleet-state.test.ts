@@ -170,6 +170,18 @@ describe.each(['postgres', 'embedded', 'etcd'] as const)('fleet wait state on %s
     console.log(`${backend}: a lapsed session's wait stopped counting ${Date.now() - started} ms after a 1000 ms session's open`);
   });
 
+  it('waits begun and ended together (one event-loop turn, as on a hot key) are each recorded and removed; an ended session\'s is not', async () => {
+    const sessions = await Promise.all(Array.from({ length: 20 }, () => openTestSession(store)));
+    const ended = await openTestSession(store);
+    await store.closeSession(ended.credential);
+    const begins = [...sessions, ended].map((s, i) => store.beginWait({ waitId: `w-burst-${i}-${run}`, sessionId: s.record.sessionId, key: 'burst', instanceId }));
+    await Promise.all(begins);
+    expect((await store.waiterCounts(['burst'])).get('burst')).toBe(20);
+    await Promise.all(sessions.map((_, i) => store.endWait(`w-burst-${i}-${run}`)));
+    expect((await store.waiterCounts(['burst'])).get('burst')).toBeUndefined();
+    expect(await store.totalWaiters()).toBe(0);
+  });
+
   it("publications: each live instance's last published JSON, none from an instance that left", async () => {
     const live = `i_pub_live_${backend}_${run}`;
     const left = `i_pub_gone_${backend}_${run}`;

@@ -38,18 +38,12 @@ const MAX_BATCH = Math.min(100, SLOTS_PER_REVISION);
 export class AcquireBatcher {
   private pending: PendingAcquire[] = [];
   private scheduled = false;
-  private batches = 0;
 
   constructor(
     private readonly client: () => Etcd3,
     /** False: every acquire is its own txn, sent at once (benches compare the two). */
     private readonly batching = true,
   ) {}
-
-  /** etcd txns sent so far (a batch of one included): tests assert on it. */
-  get txnCount(): number {
-    return this.batches;
-  }
 
   /**
    * Runs the txn `build(slot)` returns in the next batch. The txn must create
@@ -95,7 +89,6 @@ export class AcquireBatcher {
   }
 
   private async send(batch: PendingAcquire[]): Promise<void> {
-    this.batches += 1;
     try {
       if (batch.length === 1) {
         const [only] = batch as [PendingAcquire];

@@ -23,6 +23,7 @@ import type { KeyLayout } from './keys.js';
 import { grantLease, leaseTtlSeconds, revokeLease } from './leases.js';
 import { createRevisionIs, createRevisionIsNot, deleteOp, getOp, modRevisionIs, prefixRange, putOp, rangeResult, rangeResults } from './ops.js';
 import { decodeLock, type SessionRow } from './records.js';
+import { ReleaseBatcher } from './release-batcher.js';
 
 /** What the store lends the fleet: its client, retrying writes, session lookups and keep-alives. */
 export interface EtcdFleetContext {
@@ -74,8 +75,18 @@ export class EtcdFleet {
   private readonly instanceLeases = new Map<string, string>();
   /** Waits recorded through this process, so endWait finds their keys without a scan. */
   private readonly recorded = new Map<string, { etcdKey: Buffer; instanceId: string }>();
+  /**
+   * Waits begin and end in bursts under contention (every waiter of a hot key records itself): the
+   * wait writes of one event-loop turn share one etcd txn, each its own nested txn (one raft entry).
+   */
+  private readonly waitWrites: ReleaseBatcher;
 
-  constructor(private readonly ctx: EtcdFleetContext) {}
+  constructor(private readonly ctx: EtcdFleetContext) {
+    this.waitWrites = new ReleaseBatcher(
+      () => ctx.etcd(),
+      (attempt) => ctx.write(attempt),
+    );
+  }
 
   // ---------------------------------------------------------------- registry
 
@@ -152,14 +163,25 @@ export class EtcdFleet {
         leaseId: current.session.leaseId,
         recordedAt: this.ctx.clock(),
       };
-      const response = await this.ctx.write(() =>
-        this.ctx.etcd().kv.txn({
-          // Only while that session incarnation (whose lease the key joins) and the instance are live.
-          compare: [createRevisionIs(keys.session(req.sessionId), current.createRevision), createRevisionIsNot(keys.instance(req.instanceId), '0')],
-          success: [putOp(etcdKey, Buffer.from(JSON.stringify(stored)), current.session.leaseId)],
-          failure: [],
-        }),
-      );
+      const txn = {
+        // Only while that session incarnation (whose lease the key joins) and the instance are live.
+        compare: [createRevisionIs(keys.session(req.sessionId), current.createRevision), createRevisionIsNot(keys.instance(req.instanceId), '0')],
+        success: [putOp(etcdKey, Buffer.from(JSON.stringify(stored)), current.session.leaseId)],
+        failure: [],
+      };
+      let response;
+      try {
+        response = await this.waitWrites.submit(etcdKey, txn);
+      } catch (error) {
+        if (!/lease not found/i.test((error as Error).message)) throw error;
+        // One wait's lease ended in a shared txn and failed the others with it: this one goes alone.
+        try {
+          response = await this.ctx.write(() => this.ctx.etcd().kv.txn(txn));
+        } catch (alone) {
+          if (/lease not found/i.test((alone as Error).message)) return; // its session ended: nothing to record
+          throw alone;
+        }
+      }
       if (response.succeeded) {
         this.recorded.set(req.waitId, { etcdKey, instanceId: req.instanceId });
         return;
@@ -175,7 +197,7 @@ export class EtcdFleet {
     if (!known) return;
     this.recorded.delete(waitId);
     const ops = [deleteOp(known.etcdKey), deleteOp(this.ctx.keys.verdict(known.instanceId, waitId))];
-    await this.ctx.write(() => this.ctx.etcd().kv.txn({ compare: [], success: ops, failure: [] }));
+    await this.waitWrites.submit(known.etcdKey, { compare: [], success: ops, failure: [] });
   }
 
   async waiterCounts(keys: readonly string[]): Promise<Map<string, number>> {

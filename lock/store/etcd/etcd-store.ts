@@ -429,9 +429,10 @@ export class EtcdStore implements LockStore, ReleaseWaiter, FleetWaitState {
             leaseId,
             writeId,
           };
+          const value = encode(mine);
           return {
             compare: [createRevisionIs(lockKey, '0'), createRevisionIs(recordKey, '0'), createRevisionIs(sessionKey, current.createRevision)],
-            success: [putOp(lockKey, encode(mine), leaseId), putOp(recordKey, encode(mine))],
+            success: [putOp(lockKey, value, leaseId), putOp(recordKey, value)],
             failure: [getOp(lockKey), getOp(sessionKey), getOp(recordKey)],
           };
         });
