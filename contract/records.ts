@@ -53,7 +53,7 @@ export const LockInfoSchema = Type.Object(
     fencingToken: Type.Optional(FencingTokenSchema),
     grantedAt: Type.Optional(epochMillis('store clock')),
     expiresAt: Type.Optional(epochMillis('store clock')),
-    waiterCount: Type.Integer({ minimum: 0, description: 'Advisory: waiters known to the answering server instance.' }),
+    waiterCount: Type.Integer({ minimum: 0, description: 'Advisory: acquires waiting on the key, on every instance sharing the store.' }),
   },
   { additionalProperties: false, description: 'A lock as read (L7, A1); the optional fields are present only when held.' },
 );
