@@ -5,13 +5,9 @@
  * grants carry fresh tokens in request order.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { PgDatabase } from '../../lock/store/sql/pg-database.js';
-import { PgliteDatabase } from '../../lock/store/sql/pglite-database.js';
 import { SqlLockStore } from '../../lock/store/sql/sql-store.js';
-import type { SqlDatabase } from '../../lock/store/sql/queryable.js';
 import type { TryAcquireResult } from '../../lock/store/spi.js';
-import { countingDatabase } from '../support/counting-database.js';
-import { sharedPostgres } from '../support/server.js';
+import { openCountingStore } from '../support/counting-database.js';
 import { openTestSession } from '../support/store-sessions.js';
 
 function grantToken(result: TryAcquireResult): bigint {
@@ -23,11 +19,7 @@ describe.each(['postgres', 'embedded'] as const)('acquire batching on %s', (back
   let store: SqlLockStore;
   let statements: () => number;
   beforeAll(async () => {
-    const raw = backend === 'postgres' ? new PgDatabase(await (await sharedPostgres()).createDatabase()) : await PgliteDatabase.open();
-    const counted = countingDatabase(raw);
-    statements = counted.statements;
-    store = new SqlLockStore(counted.db, backend);
-    await store.init();
+    ({ store, statements } = await openCountingStore(backend));
   });
   afterAll(async () => {
     await store?.close();

@@ -4,13 +4,10 @@
  * a wrong token its 401 (unauthenticated), and neither changes anything.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { PgDatabase } from '../../lock/store/sql/pg-database.js';
-import { PgliteDatabase } from '../../lock/store/sql/pglite-database.js';
 import { SqlLockStore } from '../../lock/store/sql/sql-store.js';
 import type { SqlDatabase } from '../../lock/store/sql/queryable.js';
 import type { HeartbeatResult } from '../../lock/store/spi.js';
-import { countingDatabase } from '../support/counting-database.js';
-import { sharedPostgres } from '../support/server.js';
+import { openCountingStore } from '../support/counting-database.js';
 import { openTestSession, type TestSession } from '../support/store-sessions.js';
 
 describe.each(['postgres', 'embedded'] as const)('heartbeat batching on %s', (backend) => {
@@ -18,11 +15,7 @@ describe.each(['postgres', 'embedded'] as const)('heartbeat batching on %s', (ba
   let raw: SqlDatabase;
   let statements: () => number;
   beforeAll(async () => {
-    raw = backend === 'postgres' ? new PgDatabase(await (await sharedPostgres()).createDatabase()) : await PgliteDatabase.open();
-    const counted = countingDatabase(raw);
-    statements = counted.statements;
-    store = new SqlLockStore(counted.db, backend);
-    await store.init();
+    ({ store, statements, raw } = await openCountingStore(backend));
   });
   afterAll(async () => {
     await store?.close();

@@ -3,13 +3,9 @@
  * its own compare-and-delete on (key, token).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { PgDatabase } from '../../lock/store/sql/pg-database.js';
-import { PgliteDatabase } from '../../lock/store/sql/pglite-database.js';
 import { SqlLockStore } from '../../lock/store/sql/sql-store.js';
-import type { SqlDatabase } from '../../lock/store/sql/queryable.js';
 import type { LockGrant } from '../../contract/records.js';
-import { countingDatabase } from '../support/counting-database.js';
-import { sharedPostgres } from '../support/server.js';
+import { openCountingStore } from '../support/counting-database.js';
 import { openTestSession } from '../support/store-sessions.js';
 import type { ReleaseResult } from '../../lock/store/spi.js';
 
@@ -17,11 +13,7 @@ describe.each(['postgres', 'embedded'] as const)('release batching on %s', (back
   let store: SqlLockStore;
   let statements: () => number;
   beforeAll(async () => {
-    const raw = backend === 'postgres' ? new PgDatabase(await (await sharedPostgres()).createDatabase()) : await PgliteDatabase.open();
-    const counted = countingDatabase(raw);
-    statements = counted.statements;
-    store = new SqlLockStore(counted.db, backend);
-    await store.init();
+    ({ store, statements } = await openCountingStore(backend));
   });
   afterAll(async () => {
     await store?.close();

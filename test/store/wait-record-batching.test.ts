@@ -4,22 +4,15 @@
  * (and removed); a wait of a session that has already ended is simply not recorded.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { PgDatabase } from '../../lock/store/sql/pg-database.js';
-import { PgliteDatabase } from '../../lock/store/sql/pglite-database.js';
 import { SqlLockStore } from '../../lock/store/sql/sql-store.js';
-import { countingDatabase } from '../support/counting-database.js';
-import { sharedPostgres } from '../support/server.js';
+import { openCountingStore } from '../support/counting-database.js';
 import { openTestSession } from '../support/store-sessions.js';
 
 describe.each(['postgres', 'embedded'] as const)('wait records on %s', (backend) => {
   let store: SqlLockStore;
   let statements: () => number;
   beforeAll(async () => {
-    const raw = backend === 'postgres' ? new PgDatabase(await (await sharedPostgres()).createDatabase()) : await PgliteDatabase.open();
-    const counted = countingDatabase(raw);
-    statements = counted.statements;
-    store = new SqlLockStore(counted.db, backend);
-    await store.init();
+    ({ store, statements } = await openCountingStore(backend));
   });
   afterAll(async () => {
     await store?.close();

@@ -1,4 +1,8 @@
+import { PgDatabase } from '../../lock/store/sql/pg-database.js';
+import { PgliteDatabase } from '../../lock/store/sql/pglite-database.js';
 import type { SqlDatabase } from '../../lock/store/sql/queryable.js';
+import { SqlLockStore } from '../../lock/store/sql/sql-store.js';
+import { sharedPostgres } from './server.js';
 
 /**
  * Wraps a SqlDatabase and counts the statements sent outside transactions: the batching
@@ -16,4 +20,16 @@ export function countingDatabase(db: SqlDatabase): { db: SqlDatabase; statements
     close: () => db.close(),
   };
   return { db: wrapped, statements: () => statements };
+}
+
+/**
+ * A SQL store on a fresh database (PostgreSQL or PGlite) whose statements are counted;
+ * `raw` reaches the same database uncounted, for set-up and checks.
+ */
+export async function openCountingStore(backend: 'postgres' | 'embedded'): Promise<{ store: SqlLockStore; statements: () => number; raw: SqlDatabase }> {
+  const raw = backend === 'postgres' ? new PgDatabase(await (await sharedPostgres()).createDatabase()) : await PgliteDatabase.open();
+  const counted = countingDatabase(raw);
+  const store = new SqlLockStore(counted.db, backend);
+  await store.init();
+  return { store, statements: counted.statements, raw };
 }

@@ -17,6 +17,7 @@
  */
 import type { Etcd3, ITxnRequest, ITxnResponse } from 'etcd3';
 import { SLOTS_PER_REVISION, storedSlot } from './grant-tokens.js';
+import { batchesOfDistinctKeys } from './key-batches.js';
 
 export interface BatchedAnswer {
   /** The acquire's own txn response (a nested one carries the batch's header). */
@@ -66,26 +67,11 @@ export class AcquireBatcher {
 
   private async flush(): Promise<void> {
     this.scheduled = false;
-    let queue = this.pending;
+    const queue = this.pending;
     this.pending = [];
-    while (queue.length > 0) {
-      const batch: PendingAcquire[] = [];
-      const later: PendingAcquire[] = [];
-      const keys = new Set<string>();
-      for (const request of queue) {
-        const name = request.lockKey.toString('latin1');
-        if (batch.length < MAX_BATCH && !keys.has(name)) {
-          keys.add(name);
-          batch.push(request);
-        } else {
-          later.push(request);
-        }
-      }
-      // A later batch of the same turn goes out once the earlier one is answered: calls in flight
-      // together may reach etcd in either order, and a key asked for twice is decided in request order.
-      await this.send(batch);
-      queue = later;
-    }
+    // A later batch of the same turn goes out once the earlier one is answered: calls in flight
+    // together may reach etcd in either order, and a key asked for twice is decided in request order.
+    for (const batch of batchesOfDistinctKeys(queue, MAX_BATCH)) await this.send(batch);
   }
 
   private async send(batch: PendingAcquire[]): Promise<void> {

@@ -7,6 +7,7 @@
  * grant in its token: acquire-batcher.ts.)
  */
 import type { Etcd3, ITxnRequest, ITxnResponse } from 'etcd3';
+import { batchesOfDistinctKeys } from './key-batches.js';
 
 interface PendingRelease {
   /** The lock key: etcd refuses a txn that writes one key twice, so one key per batch. */
@@ -45,24 +46,9 @@ export class ReleaseBatcher {
 
   private flush(): void {
     this.scheduled = false;
-    let queue = this.pending;
+    const queue = this.pending;
     this.pending = [];
-    while (queue.length > 0) {
-      const batch: PendingRelease[] = [];
-      const later: PendingRelease[] = [];
-      const keys = new Set<string>();
-      for (const request of queue) {
-        const name = request.lockKey.toString('latin1');
-        if (batch.length < MAX_BATCH && !keys.has(name)) {
-          keys.add(name);
-          batch.push(request);
-        } else {
-          later.push(request);
-        }
-      }
-      void this.send(batch);
-      queue = later;
-    }
+    for (const batch of batchesOfDistinctKeys(queue, MAX_BATCH)) void this.send(batch);
   }
 
   private async send(batch: PendingRelease[]): Promise<void> {
