@@ -9,12 +9,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { EtcdStore } from '../../lock/store/etcd/etcd-store.js';
 import type { FleetWaitState, LockStore } from '../../lock/store/spi.js';
-import { PgDatabase } from '../../lock/store/sql/pg-database.js';
-import { PgliteDatabase } from '../../lock/store/sql/pglite-database.js';
 import { SqlLockStore } from '../../lock/store/sql/sql-store.js';
 import { chooseDeadlockVictims } from '../../lock/core/deadlock.js';
 import { startEtcd, type EtcdNode } from '../support/etcd.js';
-import { sharedPostgres } from '../support/server.js';
+import { freshSqlDatabase } from '../support/sql-stores.js';
 import { openTestSession } from '../support/store-sessions.js';
 
 describe.each(['postgres', 'embedded'] as const)('release feed on %s', (backend) => {
@@ -26,7 +24,7 @@ describe.each(['postgres', 'embedded'] as const)('release feed on %s', (backend)
   const instanceId = `i_test_${backend}`;
 
   beforeAll(async () => {
-    const db = backend === 'postgres' ? new PgDatabase(await (await sharedPostgres()).createDatabase()) : await PgliteDatabase.open();
+    const db = await freshSqlDatabase(backend);
     // Payload sizes: wrap the listen seam to see each NOTIFY payload as sent.
     const listen = db.listen!.bind(db);
     db.listen = (channel, handlers) => listen(channel, { ...handlers, notify: (p) => (payloads.push(p), handlers.notify(p)) });
@@ -116,7 +114,7 @@ describe.each(['postgres', 'embedded', 'etcd'] as const)('fleet wait state on %s
       etcd = await startEtcd();
       store = new EtcdStore({ endpoints: etcd.endpoints, namespace: `fleet-${run}` });
     } else {
-      const db = backend === 'postgres' ? new PgDatabase(await (await sharedPostgres()).createDatabase()) : await PgliteDatabase.open();
+      const db = await freshSqlDatabase(backend);
       store = new SqlLockStore(db, backend);
     }
     await store.init();

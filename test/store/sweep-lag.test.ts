@@ -3,20 +3,16 @@
  * of the oldest expiry that passed and is not yet swept; 0 once the sweeper caught up.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { PgDatabase } from '../../lock/store/sql/pg-database.js';
-import { PgliteDatabase } from '../../lock/store/sql/pglite-database.js';
 import { SqlLockStore } from '../../lock/store/sql/sql-store.js';
 import type { SqlDatabase } from '../../lock/store/sql/queryable.js';
-import { sharedPostgres } from '../support/server.js';
+import { openSqlStore } from '../support/sql-stores.js';
 import { openTestSession } from '../support/store-sessions.js';
 
 describe.each(['postgres', 'embedded'] as const)('sweep lag on %s', (backend) => {
   let store: SqlLockStore;
   let raw: SqlDatabase;
   beforeAll(async () => {
-    raw = backend === 'postgres' ? new PgDatabase(await (await sharedPostgres()).createDatabase()) : await PgliteDatabase.open();
-    store = new SqlLockStore(raw, backend);
-    await store.init();
+    ({ store, raw } = await openSqlStore(backend));
   });
   afterAll(async () => {
     await store?.close();

@@ -4,20 +4,16 @@
  * 771 ms a batch at 100,000 live sessions; bench:scale's storm row). Sessions come back in id order.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { PgDatabase } from '../../lock/store/sql/pg-database.js';
-import { PgliteDatabase } from '../../lock/store/sql/pglite-database.js';
 import { SqlLockStore } from '../../lock/store/sql/sql-store.js';
 import type { SqlDatabase } from '../../lock/store/sql/queryable.js';
-import { sharedPostgres } from '../support/server.js';
+import { openSqlStore } from '../support/sql-stores.js';
 import { openTestSession } from '../support/store-sessions.js';
 
 describe.each(['postgres', 'embedded'] as const)('sweep order on %s', (backend) => {
   let store: SqlLockStore;
   let raw: SqlDatabase;
   beforeAll(async () => {
-    raw = backend === 'postgres' ? new PgDatabase(await (await sharedPostgres()).createDatabase()) : await PgliteDatabase.open();
-    store = new SqlLockStore(raw, backend);
-    await store.init();
+    ({ store, raw } = await openSqlStore(backend));
   });
   afterAll(async () => {
     await store?.close();

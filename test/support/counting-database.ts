@@ -1,8 +1,6 @@
-import { PgDatabase } from '../../lock/store/sql/pg-database.js';
-import { PgliteDatabase } from '../../lock/store/sql/pglite-database.js';
 import type { SqlDatabase } from '../../lock/store/sql/queryable.js';
 import { SqlLockStore } from '../../lock/store/sql/sql-store.js';
-import { sharedPostgres } from './server.js';
+import { freshSqlDatabase, type SqlBackend } from './sql-stores.js';
 
 /**
  * Wraps a SqlDatabase and counts the statements sent outside transactions: the batching
@@ -26,8 +24,8 @@ export function countingDatabase(db: SqlDatabase): { db: SqlDatabase; statements
  * A SQL store on a fresh database (PostgreSQL or PGlite) whose statements are counted;
  * `raw` reaches the same database uncounted, for set-up and checks.
  */
-export async function openCountingStore(backend: 'postgres' | 'embedded'): Promise<{ store: SqlLockStore; statements: () => number; raw: SqlDatabase }> {
-  const raw = backend === 'postgres' ? new PgDatabase(await (await sharedPostgres()).createDatabase()) : await PgliteDatabase.open();
+export async function openCountingStore(backend: SqlBackend): Promise<{ store: SqlLockStore; statements: () => number; raw: SqlDatabase }> {
+  const raw = await freshSqlDatabase(backend);
   const counted = countingDatabase(raw);
   const store = new SqlLockStore(counted.db, backend);
   await store.init();
