@@ -126,71 +126,63 @@ async function connections(urls: string[], count: number): Promise<LeanHttpConne
   return Promise.all(Array.from({ length: count }, (_, i) => LeanHttpConnection.open(urls[i % urls.length]!)));
 }
 
-/** `callers` closed-loop heartbeaters, round-robin over sessions `prefix`0..n-1. */
-async function closedLoopHeartbeats(urls: string[], prefix: string, n: number, seconds: number): Promise<Window> {
-  const pool = await connections(urls, CALLERS);
+/**
+ * `CALLERS` closed loops for `seconds`: each calls `beat` with its caller number and the next
+ * index (shared, so the loops walk the sessions round-robin) and times it; `beat` answers whether
+ * the heartbeat was accepted (a latency) or not (a failure).
+ */
+async function closedLoop(seconds: number, beat: (caller: number, index: number) => Promise<boolean>): Promise<Window> {
   const window = newWindow();
   const until = performance.now() + seconds * 1000;
   let next = 0;
   await Promise.all(
-    pool.map(async (c) => {
+    Array.from({ length: CALLERS }, async (_, caller) => {
       while (performance.now() < until) {
-        const id = `${prefix}${next++ % n}`;
         const t0 = performance.now();
-        const answer = await c.request('POST', `/v1/sessions/${id}/heartbeat`, {}, tokenOf(id));
-        if (answer.status === 200) window.latencies.push(performance.now() - t0);
+        if (await beat(caller, next++)) window.latencies.push(performance.now() - t0);
         else window.failures++;
       }
     }),
   );
-  pool.forEach((c) => c.close());
   return closed(window);
 }
 
-/** The raw backend: one UPDATE per heartbeat, `callers` at once on a pool as large. */
+/** Closed-loop HTTP heartbeats, round-robin over sessions `prefix`0..n-1. */
+async function closedLoopHeartbeats(urls: string[], prefix: string, n: number, seconds: number): Promise<Window> {
+  const pool = await connections(urls, CALLERS);
+  const window = await closedLoop(seconds, async (caller, index) => {
+    const id = `${prefix}${index % n}`;
+    return (await pool[caller]!.request('POST', `/v1/sessions/${id}/heartbeat`, {}, tokenOf(id))).status === 200;
+  });
+  pool.forEach((c) => c.close());
+  return window;
+}
+
+/** The raw backend: one UPDATE per heartbeat, `CALLERS` at once on a pool of `poolSize`. */
 async function rawHeartbeats(databaseUrl: string, prefix: string, n: number, seconds: number, poolSize = CALLERS): Promise<Window> {
   const db = new pg.Pool({ connectionString: databaseUrl, max: poolSize });
-  const window = newWindow();
-  const until = performance.now() + seconds * 1000;
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: CALLERS }, async () => {
-      while (performance.now() < until) {
-        const id = `${prefix}${next++ % n}`;
-        const t0 = performance.now();
-        const result = await db.query(
-          `UPDATE holdfast_sessions SET last_heartbeat_at = holdfast_now_ms(), expires_at = holdfast_now_ms() + ttl_millis
-           WHERE session_id = $1 AND token_hash = $2 AND expires_at > holdfast_now_ms() RETURNING session_id, expires_at`,
-          [id, hashOf(tokenOf(id))],
-        );
-        if (result.rowCount === 1) window.latencies.push(performance.now() - t0);
-        else window.failures++;
-      }
-    }),
-  );
+  const window = await closedLoop(seconds, async (_, index) => {
+    const id = `${prefix}${index % n}`;
+    const result = await db.query(
+      `UPDATE holdfast_sessions SET last_heartbeat_at = holdfast_now_ms(), expires_at = holdfast_now_ms() + ttl_millis
+       WHERE session_id = $1 AND token_hash = $2 AND expires_at > holdfast_now_ms() RETURNING session_id, expires_at`,
+      [id, hashOf(tokenOf(id))],
+    );
+    return result.rowCount === 1;
+  });
   await db.end();
-  return closed(window);
+  return window;
 }
 
 /** The store's own heartbeat (batched statements) called directly: the gain without HTTP. */
 async function storeHeartbeats(databaseUrl: string, prefix: string, n: number, seconds: number): Promise<Window> {
   const store = new SqlLockStore(new PgDatabase(databaseUrl), 'postgres');
-  const window = newWindow();
-  const until = performance.now() + seconds * 1000;
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: CALLERS }, async () => {
-      while (performance.now() < until) {
-        const id = `${prefix}${next++ % n}`;
-        const t0 = performance.now();
-        const result = await store.heartbeat({ sessionId: id, tokenHash: hashOf(tokenOf(id)) });
-        if (result.kind === 'alive') window.latencies.push(performance.now() - t0);
-        else window.failures++;
-      }
-    }),
-  );
+  const window = await closedLoop(seconds, async (_, index) => {
+    const id = `${prefix}${index % n}`;
+    return (await store.heartbeat({ sessionId: id, tokenHash: hashOf(tokenOf(id)) })).kind === 'alive';
+  });
   await store.close();
-  return closed(window);
+  return window;
 }
 
 /** Sessions opened through HTTP (any store) until `count` or `seconds` run out; their ids and tokens. */
@@ -237,22 +229,12 @@ async function acquireOverHttp(url: string, sessions: { id: string; token: strin
 /** Closed-loop heartbeats of sessions opened over HTTP (their tokens are the server's). */
 async function closedLoopOpened(url: string, sessions: { id: string; token: string }[], seconds: number): Promise<Window> {
   const pool = await connections([url], CALLERS);
-  const window = newWindow();
-  const until = performance.now() + seconds * 1000;
-  let next = 0;
-  await Promise.all(
-    pool.map(async (c) => {
-      while (performance.now() < until) {
-        const s = sessions[next++ % sessions.length]!;
-        const t0 = performance.now();
-        const answer = await c.request('POST', `/v1/sessions/${s.id}/heartbeat`, {}, s.token);
-        if (answer.status === 200) window.latencies.push(performance.now() - t0);
-        else window.failures++;
-      }
-    }),
-  );
+  const window = await closedLoop(seconds, async (caller, index) => {
+    const session = sessions[index % sessions.length]!;
+    return (await pool[caller]!.request('POST', `/v1/sessions/${session.id}/heartbeat`, {}, session.token)).status === 200;
+  });
   pool.forEach((c) => c.close());
-  return closed(window);
+  return window;
 }
 
 /**
