@@ -9,7 +9,7 @@
  * A7 is fleet-wide where the store keeps fleet state: every instance publishes its
  * window's summary with its instance heartbeat, and A7 merges them (mergeTopK).
  */
-import type { AuditEntry, LockGrant, LockInfo } from '../../contract/records.js';
+import type { AuditEntry, LockGrant } from '../../contract/records.js';
 import type { BrokenDeadlock, ContendedKey, WaitGraph } from '../../contract/insight.js';
 import type { HoldOutcome } from '../../contract/metric-table.js';
 import type { LockEvents } from '../../contract/lock-events.js';
@@ -151,9 +151,10 @@ export class LockInsight {
    * A1 with sort=age: the `limit` oldest live grants, oldest first. The SPI lists
    * by key only, so this walks every held lock keeping the oldest `limit`
    * (O(held locks) store reads, O(limit) memory); identical asks within
-   * OLDEST_REUSE_MILLIS share one scan. Waiter counts are always current.
+   * OLDEST_REUSE_MILLIS share one scan. The caller adds the waiter counts (always
+   * current, and fleet-wide where the store keeps wait state).
    */
-  async oldestLocks(limit: number, prefix?: string): Promise<LockInfo[]> {
+  async oldestHeld(limit: number, prefix?: string): Promise<HeldLock[]> {
     const ask = JSON.stringify([limit, prefix ?? '']);
     const now = this.now();
     let entry = this.oldestScans.get(ask);
@@ -167,17 +168,7 @@ export class LockInsight {
       });
       entry = fresh;
     }
-    const oldest = await entry.scan;
-    return oldest.map((lock) => ({
-      key: lock.key,
-      held: true,
-      sessionId: lock.sessionId,
-      owner: lock.owner,
-      fencingToken: lock.fencingToken,
-      grantedAt: lock.grantedAt,
-      expiresAt: lock.expiresAt,
-      waiterCount: this.waiters.count(lock.key),
-    }));
+    return entry.scan;
   }
 
   private async scanOldest(limit: number, prefix?: string): Promise<HeldLock[]> {

@@ -475,6 +475,13 @@ export class LockService {
     return { items: page.items.map((lock) => this.toInfo(lock.key, lock, counts)), nextCursor: page.nextCursor };
   }
 
+  /** A1 with sort=age: the `limit` oldest grants, oldest first, counted like every other read. */
+  async oldestLocks(limit: number, prefix?: string): Promise<LockInfo[]> {
+    const oldest = await this.insight.oldestHeld(limit, prefix);
+    const counts = await this.waiterCounts(oldest.map((lock) => lock.key));
+    return oldest.map((lock) => this.toInfo(lock.key, lock, counts));
+  }
+
   /** Waiters per key: fleet-wide from the store's wait state, else this instance's. */
   private async waiterCounts(keys: string[]): Promise<Map<string, number>> {
     if (this.fleetStore) return this.fleetStore.waiterCounts(keys);

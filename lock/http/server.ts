@@ -289,7 +289,7 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
     const q = request.query as { prefix?: string; limit?: string; cursor?: string; sort?: 'key' | 'age' };
     if (q.sort === 'age') {
       if (q.cursor) throw new ValidationFailedError('sort=age answers one page of the oldest grants; it takes no cursor');
-      return { items: await service.insight.oldestLocks(parseLimit(q.limit), q.prefix || undefined), nextCursor: null };
+      return { items: await service.oldestLocks(parseLimit(q.limit), q.prefix || undefined), nextCursor: null };
     }
     return service.listLocks({
       limit: parseLimit(q.limit),

@@ -44,10 +44,13 @@ describe.each(FLEET_STORES)('two instances on one %s', (store) => {
     };
     const releasedWaitsBefore = await waitCount(b, 'released');
     const waiting = waiter.client.acquire('handoff', { sessionId: waiter.sessionId, waitMillis: 20_000 });
-    // Fleet-wide: A has no local waiter, yet its L7, A1 and A5 count the one parked on B.
+    // Fleet-wide: A has no local waiter, yet its L7, A1 (by key and by age) and A5 count the one parked on B.
     await eventually(async () => (await holder.client.read('handoff')).body.waiterCount === 1);
     const listed = await holder.client.admin(a.viewerToken).listLocks('?prefix=handoff');
     expect(listed.body.items[0].waiterCount).toBe(1);
+    // …and so does A1 by age, which reads the held locks another way.
+    const byAge = await holder.client.admin(a.viewerToken).listLocks('?prefix=handoff&sort=age');
+    expect(byAge.body.items[0].waiterCount).toBe(1);
     expect((await holder.client.admin(a.viewerToken).summary()).body.waiters).toBe(1);
     expect(a.running.service.waiters.total()).toBe(0);
 
