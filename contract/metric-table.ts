@@ -221,6 +221,14 @@ export const METRICS = {
     labels: backend,
     emitter: 'server',
   },
+  lockStoreUp: {
+    name: 'lock_store_up',
+    type: 'gauge',
+    help: "1 while this server's view of its store is healthy, 0 while it counts the store down (calls failing or outliving their timeout; a probe brings it back).",
+    unit: 'state',
+    labels: backend,
+    emitter: 'server',
+  },
   holdfastBuildInfo: {
     name: 'holdfast_build_info',
     type: 'gauge',

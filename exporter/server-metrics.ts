@@ -32,7 +32,7 @@ export interface ServerMetrics {
   observe<K extends ServerMetricKey>(key: K, labels: LabelsOf<K>, seconds: number, exemplar?: ExemplarLabels): void;
   /** Gauges are read at scrape time from whoever knows best (store or core). */
   setGaugeSource(
-    key: 'lockHeld' | 'lockWaiters' | 'lockSessionsActive' | 'lockDeadlockCycles' | 'lockOldestHeldSeconds' | 'lockSweepLagSeconds',
+    key: 'lockHeld' | 'lockWaiters' | 'lockSessionsActive' | 'lockDeadlockCycles' | 'lockOldestHeldSeconds' | 'lockSweepLagSeconds' | 'lockStoreUp',
     read: () => number | Promise<number>,
   ): void;
 }
