@@ -7,6 +7,9 @@
  *   exceeds the delay plus one estimated round trip — otherwise not granted.
  * - NOT_LEADER or no answer: retry after a short fixed floor (plus jitter), still
  *   inside the budget; when the budget runs out, throw NotLeaderError / TransportError.
+ *   Once the server has answered NOT_LEADER during this acquire, running out on an
+ *   unanswered attempt still throws NotLeaderError: what the server said explains the
+ *   outage better than the attempt that happened to be last.
  * - SESSION_NOT_FOUND, or UNAUTHENTICATED (the server refuses the session's
  *   token): the session is unusable — SessionLostError.
  * - DEADLOCK_DETECTED: this wait closed a cycle; retrying while holding the same
@@ -78,6 +81,7 @@ export type AcquireLoopResult = { granted: true; grant: LockGrant } | { granted:
 export async function runAcquireLoop(p: AcquireLoopParams): Promise<AcquireLoopResult> {
   const { clock, policy, deadline, signal } = p;
   let earliestUnanswered: number | undefined;
+  let notLeader: { message: string; requestId: string | undefined } | undefined;
   for (;;) {
     signal?.throwIfAborted();
     p.assertUsable();
@@ -103,7 +107,10 @@ export async function runAcquireLoop(p: AcquireLoopParams): Promise<AcquireLoopR
       if (!isTransportFailure(error)) throw error;
       earliestUnanswered ??= sentAt;
       p.unanswered(sentAt);
-      const failure = new TransportError('the lock server did not answer the acquire', error);
+      const said = notLeader;
+      const failure = said
+        ? new NotLeaderError(said.message, said.requestId)
+        : new TransportError('the lock server did not answer the acquire', error);
       delay = Math.max(TRANSIENT_FLOOR_MILLIS, p.backoff.delay(attempt - 1));
       exhausted = () => {
         throw failure;
@@ -137,6 +144,7 @@ export async function runAcquireLoop(p: AcquireLoopParams): Promise<AcquireLoopR
         exhausted = () => ({ granted: false });
         break;
       case 'NOT_LEADER':
+        notLeader = { message: answer.message, requestId: answer.requestId };
         delay = Math.max(TRANSIENT_FLOOR_MILLIS, p.backoff.delay(attempt - 1));
         exhausted = () => {
           throw new NotLeaderError(answer.message, answer.requestId);

@@ -65,4 +65,8 @@ export interface LockEvents {
   deadlockDetected(ctx: EventContext, fact: { sessions: string[]; keys: string[]; victimSessionId: string; key: string }): void;
   /** The fleet coordinator's periodic check failed (it retries on its own). */
   fleetCheckFailed(ctx: EventContext, fact: { message: string }): void;
+  /** This server now counts its store down (a call failed as unreachable or outlived its timeout). */
+  storeDown(fact: { cause: string }): void;
+  /** The store answers again (a probe or a call succeeded) after `downMillis` down. */
+  storeUp(fact: { downMillis: number }): void;
 }

@@ -27,6 +27,9 @@ export interface EventFields {
   server_stopping: { signal: string };
   request_failed: { method: string; route: string; status: number; message: string };
   sweep_failed: { message: string };
+  /** Issue 20: the server counts its store down (L1, L3, L4, L6 answered 503 at once) or up again. */
+  store_down: { cause: string };
+  store_up: { downMillis: number };
 }
 
 export type EventName = keyof EventFields;
@@ -47,6 +50,8 @@ export const EVENT_LEVELS: Record<EventName, 'info' | 'warn' | 'error' | 'debug'
   server_stopping: 'info',
   request_failed: 'error',
   sweep_failed: 'error',
+  store_down: 'error',
+  store_up: 'info',
 };
 
 export type { EventContext } from '../contract/lock-events.js';

@@ -75,5 +75,11 @@ export function createLockTelemetry(deps: { metrics: ServerMetrics; log: EventLo
     fleetCheckFailed(ctx, fact) {
       log.emit('sweep_failed', ctx, fact);
     },
+    storeDown(fact) {
+      log.emit('store_down', { requestId: 'store-health' }, fact);
+    },
+    storeUp(fact) {
+      log.emit('store_up', { requestId: 'store-health' }, fact);
+    },
   };
 }

@@ -33,6 +33,13 @@ const schema = z.object({
   /** v2: a PostgreSQL that does not answer within these is NOT_LEADER (503), not a hung request. */
   HOLDFAST_PG_CONNECT_TIMEOUT_MS: intFrom(100, 60_000, 1500),
   HOLDFAST_PG_STATEMENT_TIMEOUT_MS: intFrom(100, 600_000, 1500),
+  /**
+   * v3 (issue 20): a store call unanswered after this counts as failed and turns the server's view of
+   * its store down; while down, L1/L3/L4/L6 and the reads answer 503 NOT_LEADER at once.
+   */
+  HOLDFAST_STORE_TIMEOUT_MS: intFrom(100, 600_000, 2000),
+  /** v3: while the store is counted down, how often the server pings it to see it return. */
+  HOLDFAST_STORE_PROBE_INTERVAL_MS: intFrom(10, 10_000, 100),
   /** v2: concurrent server-side waits (L4 with waitMillis > 0) one session may have on one server. */
   HOLDFAST_MAX_WAITS_PER_SESSION: intFrom(1, 10_000, 32),
   /** How often the store-true gauges (lock_held, lock_sessions_active, lock_oldest_held_seconds) are recounted. */

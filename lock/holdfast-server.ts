@@ -51,12 +51,6 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
   const metrics = createServerMetrics(rawStore.backend);
   const events = createEventLog(rawStore.backend, options.logDestination ? { destination: options.logDestination } : {});
   const store = instrumentStore(rawStore, metrics);
-  // Store-true gauges, counted by the store in the background (exporter/store-gauges.ts).
-  const storeGauges = refreshStoreGauges(() => store.summary(), config.HOLDFAST_STORE_GAUGE_REFRESH_MS);
-  metrics.setGaugeSource('lockHeld', async () => (await storeGauges.latest()).heldLocks);
-  metrics.setGaugeSource('lockSessionsActive', async () => (await storeGauges.latest()).activeSessions);
-  metrics.setGaugeSource('lockOldestHeldSeconds', async () => (await storeGauges.latest()).oldestHeldMillis / 1000);
-  metrics.setGaugeSource('lockSweepLagSeconds', async () => ((await storeGauges.latest()).sweepLagMillis ?? 0) / 1000);
 
   const clock = options.clock;
   const activity = new ActivityWindow(() => (clock ?? systemClock).now());
@@ -65,6 +59,7 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.random ? { random: options.random } : {}),
     auditSealer,
+    storeHealth: { callTimeoutMillis: config.HOLDFAST_STORE_TIMEOUT_MS, probeIntervalMillis: config.HOLDFAST_STORE_PROBE_INTERVAL_MS },
     maxWaitsPerSession: config.HOLDFAST_MAX_WAITS_PER_SESSION,
     contentionBudget: {
       perSessionPerSecond: config.HOLDFAST_CONTENTION_PER_SESSION,
@@ -77,6 +72,14 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
   // lock_waiters stays per instance on every backend (summed across instances in PromQL, so it is the
   // fleet total there); L7, A1 and A5 read the store's fleet-wide count. Cycles: the fleet-wide graph
   // where the store keeps wait state (lock/core/fleet.ts), else this instance's.
+  // Store-true gauges, counted by the store in the background (exporter/store-gauges.ts), through the
+  // health check: while the store is down a refresh is refused at once and the last figures stay.
+  const storeGauges = refreshStoreGauges(() => service.store.summary(), config.HOLDFAST_STORE_GAUGE_REFRESH_MS);
+  metrics.setGaugeSource('lockHeld', async () => (await storeGauges.latest()).heldLocks);
+  metrics.setGaugeSource('lockSessionsActive', async () => (await storeGauges.latest()).activeSessions);
+  metrics.setGaugeSource('lockOldestHeldSeconds', async () => (await storeGauges.latest()).oldestHeldMillis / 1000);
+  metrics.setGaugeSource('lockSweepLagSeconds', async () => ((await storeGauges.latest()).sweepLagMillis ?? 0) / 1000);
+  metrics.setGaugeSource('lockStoreUp', () => (service.storeHealth.up ? 1 : 0));
   metrics.setGaugeSource('lockWaiters', () => service.waiters.total());
   metrics.setGaugeSource('lockDeadlockCycles', () => service.deadlockCycles());
   // Release feed and fleet registry before the first request: waits wake on releases from any instance.

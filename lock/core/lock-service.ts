@@ -50,6 +50,8 @@ import { FleetCoordinator, type FleetOptions } from './fleet.js';
 import { WaiterRegistry, type Waiter } from './waiters.js';
 import { LockInsight, type ContendedKey, type GrantEnd, type LockInsightOptions } from './insight.js';
 import { asTopKSummary, truncateSummary, type TopKSummary } from './contention-top.js';
+import { healthCheckedStore } from './health-checked-store.js';
+import { DEFAULT_STORE_HEALTH, StoreHealth, type StoreHealthOptions } from './store-health.js';
 
 /** Keys of its contention window an instance publishes to the fleet (bounded, so the heartbeat stays small). */
 const PUBLISHED_TOP_KEYS = 64;
@@ -77,6 +79,8 @@ export interface LockServiceOptions {
   publication?: () => unknown;
   /** The window the admin summary reads (shared with the telemetry that counts into it). */
   activity?: ActivityWindow;
+  /** Store call timeout and probe interval of the health state (store-health.ts). */
+  storeHealth?: StoreHealthOptions;
 }
 
 export interface SessionView {
@@ -103,6 +107,10 @@ const FEED_RECHECK_MILLIS = 1000;
 const WAIT_SETTLED = new Error('wait settled');
 
 export class LockService {
+  /** The store behind the health check: calls feed the health state, and most are refused at once while it is down. */
+  readonly store: LockStore;
+  /** This server's one view of whether its store answers (lock_store_up). */
+  readonly storeHealth: StoreHealth;
   readonly waiters = new WaiterRegistry();
   readonly activity: ActivityWindow;
   /** Contention top-K, per-key history, wait graph, lock_hold_seconds (issue 14). */
@@ -125,12 +133,27 @@ export class LockService {
   private readonly feedRecheckMillis: number;
 
   constructor(
-    readonly store: LockStore,
+    rawStore: LockStore,
     /** Every fact, reported once (exporter/lock-telemetry.ts fans it out to metrics, activity and the log). */
     private readonly events: LockEvents,
     options: LockServiceOptions = {},
   ) {
     this.clock = options.clock ?? systemClock;
+    this.storeHealth = new StoreHealth(
+      () => rawStore.ping(),
+      this.clock,
+      {
+        down: (fact) => {
+          this.events.storeDown(fact);
+          // Parked waits try again now, and are answered 503 at once rather than at their deadline.
+          this.waiters.wakeAll();
+        },
+        up: (fact) => this.events.storeUp(fact),
+      },
+      options.storeHealth ?? DEFAULT_STORE_HEALTH,
+    );
+    const store = healthCheckedStore(rawStore, this.storeHealth);
+    this.store = store;
     this.random = options.random ?? Math.random;
     this.budget = new ContentionBudget(options.contentionBudget ?? DEFAULT_CONTENTION_BUDGET, this.clock);
     // Detected once, at wiring: core never asks per call what the store can do.
@@ -182,6 +205,7 @@ export class LockService {
   }
 
   async stop(): Promise<void> {
+    this.storeHealth.stop();
     this.unsubscribeFeed?.();
     this.unsubscribeFeed = null;
     this.feedUp = false;
@@ -226,6 +250,12 @@ export class LockService {
 
   get backend() {
     return this.store.backend;
+  }
+
+  /** Readiness: 503 at once while the store is counted down, else the store's own ping. */
+  async checkReady(): Promise<void> {
+    if (!this.storeHealth.up) throw new NotLeaderError(`the ${this.backend} store is unreachable (${this.storeHealth.cause})`);
+    await this.store.ping();
   }
 
   // ---- sessions -----------------------------------------------------------
@@ -283,6 +313,8 @@ export class LockService {
   async sweep(ctx: EventContext, batch = 500): Promise<{ sessions: number; locks: number }> {
     let sessions = 0;
     let locks = 0;
+    // Nothing to sweep that the store could confirm; the probe, not the sweeper, notices its return.
+    if (!this.storeHealth.up) return { sessions, locks };
     // The store's clock decides what lapsed. A session lapsing between the two phases keeps
     // its locks in the second (only lapsed lock TTLs go there) until the next pass ends it.
     // Bounded batches (session order, then key order, in the store) with a turn of the event

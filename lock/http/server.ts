@@ -359,7 +359,7 @@ export function buildHttpServer(deps: HttpServerDeps): FastifyInstance {
   app.get('/healthz', { schema: routeSchemas.healthz }, async () => ({ status: 'ok' as const }));
   app.get('/readyz', { schema: routeSchemas.readyz }, async (_request, reply) => {
     if (deps.shutdownSignal.aborted) throw deps.shutdownSignal.reason;
-    await service.store.ping();
+    await service.checkReady();
     return reply.send({ status: 'ready', backend: service.backend });
   });
   serveOpenApi(app);

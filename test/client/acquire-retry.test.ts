@@ -207,6 +207,22 @@ describe('acquire answers (criterion 3)', () => {
     });
   });
 
+  it('the server said NOT_LEADER, then the last attempts went unanswered: NotLeaderError (what the server said), not TransportError', async () => {
+    const world = fakeWorld(13);
+    let acquires = 0;
+    const client = world.client({
+      // The first L4 is answered 503 NOT_LEADER; every later one is lost on the way (a store outage
+      // seen through a flaky network): the budget ends on an unanswered attempt.
+      network: { fault: (request) => (request.path.endsWith('/acquire') && ++acquires > 1 ? 'drop_request' : 'none') },
+    });
+    world.server.intercept = (call) => (call.route === 'L4' ? error(503, 'NOT_LEADER', 'the postgres store is unreachable', true) : undefined);
+    const session = await world.run(client.openSession());
+    const failure = await world.run(session.acquire('k', { policy: { totalBudgetMillis: 3_000 } })).catch((e: unknown) => e);
+    expect(acquires).toBeGreaterThan(1);
+    expect(failure).toBeInstanceOf(NotLeaderError);
+    expect((failure as NotLeaderError).message).toContain('unreachable');
+  });
+
   it('a server that never answers: TransportError after the budget, not a hang', async () => {
     const world = fakeWorld(12);
     const client = world.client({

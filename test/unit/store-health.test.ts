@@ -1,0 +1,143 @@
+/**
+ * Issue 20: one view of the store's health in core. A store that refuses or
+ * hangs turns it down; while down, acquires and the other gated calls are
+ * refused with NotLeaderError without reaching the store, while heartbeats and
+ * renewals are still sent; the probe brings it back without any request.
+ * Outcomes only (what reached the store, which error, which events), no timing.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { LockEvents } from '../../contract/lock-events.js';
+import { LockService } from '../../lock/core/lock-service.js';
+import { hashSessionToken } from '../../lock/core/session-token.js';
+import { NotLeaderError } from '../../lock/errors.js';
+import type { LockStore } from '../../lock/store/spi.js';
+import { openSqlStore } from '../support/sql-stores.js';
+
+type Mode = 'ok' | 'refuse' | 'hang';
+
+/** The embedded store behind a switch: answer, refuse as unreachable, or never answer. */
+function switchable(store: LockStore) {
+  const state = { mode: 'ok' as Mode, calls: new Map<string, number>() };
+  const proxy = new Proxy(store, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver);
+      if (typeof value !== 'function' || property === 'backend' || property === 'close' || property === 'init') return value;
+      return (...args: unknown[]) => {
+        state.calls.set(String(property), (state.calls.get(String(property)) ?? 0) + 1);
+        if (state.mode === 'refuse') return Promise.reject(new NotLeaderError('connect ECONNREFUSED 127.0.0.1:5432'));
+        if (state.mode === 'hang') return new Promise(() => {});
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  return { store: proxy, state, count: (method: string) => state.calls.get(method) ?? 0 };
+}
+
+function recordingEvents() {
+  const facts: string[] = [];
+  let resolveUp: (() => void) | null = null;
+  const events = new Proxy({} as LockEvents, {
+    get: (_target, property) => (fact: unknown) => {
+      if (property === 'storeDown') facts.push('down');
+      if (property === 'storeUp') {
+        facts.push('up');
+        resolveUp?.();
+      }
+      return fact;
+    },
+  });
+  const nextUp = () => new Promise<void>((resolve) => (resolveUp = resolve));
+  return { events, facts, nextUp };
+}
+
+// One embedded database for the file (PGlite takes seconds to start on a busy machine); each test
+// has its own service, sessions and keys on it.
+let shared: LockStore;
+beforeAll(async () => {
+  shared = (await openSqlStore('embedded')).store;
+});
+afterAll(async () => {
+  await shared?.close();
+});
+const services: LockService[] = [];
+afterEach(async () => {
+  for (const service of services.splice(0)) await service.stop();
+});
+
+let tests = 0;
+async function serviceOn(mode: Mode) {
+  const prefix = `t${++tests}/`;
+  const key = (name: string) => prefix + name;
+  const inner = switchable(shared);
+  const recorded = recordingEvents();
+  const service = new LockService(inner.store, recorded.events, { storeHealth: { callTimeoutMillis: 300, probeIntervalMillis: 20 } });
+  services.push(service);
+  const session = await service.openSession({ ttlMillis: 60_000, owner: 'health' }, { requestId: 't' });
+  const credential = { sessionId: session.sessionId, tokenHash: hashSessionToken(session.sessionToken) };
+  const held = await service.acquire({ key: key('held'), session: credential, ttlMillis: 60_000, waitMillis: 0 }, { requestId: 't' });
+  inner.state.mode = mode;
+  return { service, inner, recorded, credential, held, key };
+}
+
+describe.each<Mode>(['refuse', 'hang'])('a store that starts to %s', (mode) => {
+  it('turns the state down on the first failed call; gated calls are then refused without reaching the store', async () => {
+    const { service, inner, recorded, credential, key } = await serviceOn(mode);
+    const first = await service.acquire({ key: key('k'), session: credential, ttlMillis: 10_000, waitMillis: 0 }, { requestId: 't' }).catch((e: unknown) => e);
+    expect(first).toBeInstanceOf(NotLeaderError);
+    expect(service.storeHealth.up).toBe(false);
+    expect(recorded.facts).toEqual(['down']);
+
+    const triesBefore = inner.count('tryAcquire');
+    const opensBefore = inner.count('openSession');
+    for (let i = 0; i < 20; i++) {
+      const refused = await service.acquire({ key: key(`k${i}`), session: credential, ttlMillis: 10_000, waitMillis: 5_000 }, { requestId: 't' }).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(NotLeaderError);
+      expect((refused as NotLeaderError).retryAfterSeconds).toBe(1);
+    }
+    await expect(service.openSession({ ttlMillis: 10_000, owner: 'x' }, { requestId: 't' })).rejects.toBeInstanceOf(NotLeaderError);
+    await expect(service.checkReady()).rejects.toBeInstanceOf(NotLeaderError);
+    expect(inner.count('tryAcquire')).toBe(triesBefore);
+    expect(inner.count('openSession')).toBe(opensBefore);
+    // A refused acquire charged nothing and recorded no wait.
+    expect(service.waiters.countForSession(credential.sessionId)).toBe(0);
+  });
+
+  it('still sends heartbeats and renewals while down, and the probe brings the state back without a request', async () => {
+    const { service, inner, recorded, credential, held, key } = await serviceOn(mode);
+    await service.acquire({ key: key('k'), session: credential, ttlMillis: 10_000, waitMillis: 0 }, { requestId: 't' }).catch(() => {});
+    expect(service.storeHealth.up).toBe(false);
+
+    const heartbeats = inner.count('heartbeat');
+    const renewals = inner.count('renew');
+    await expect(service.heartbeat(credential)).rejects.toBeInstanceOf(NotLeaderError);
+    await expect(service.renew({ key: key('held'), session: credential, fencingToken: held.fencingToken }, { requestId: 't' })).rejects.toBeInstanceOf(
+      NotLeaderError,
+    );
+    expect(inner.count('heartbeat')).toBe(heartbeats + 1);
+    expect(inner.count('renew')).toBe(renewals + 1);
+    expect(inner.count('ping')).toBeGreaterThan(0); // the probe runs while down
+
+    const up = recorded.nextUp();
+    inner.state.mode = 'ok';
+    await up;
+    expect(service.storeHealth.up).toBe(true);
+    expect(recorded.facts).toEqual(['down', 'up']);
+    const grant = await service.acquire({ key: key('k'), session: credential, ttlMillis: 10_000, waitMillis: 0 }, { requestId: 't' });
+    expect(BigInt(grant.fencingToken)).toBeGreaterThan(BigInt(held.fencingToken));
+    // The lock taken before the outage survived it.
+    expect((await service.readLock(key('held'))).fencingToken).toBe(held.fencingToken);
+  });
+});
+
+it('a parked wait is answered NotLeaderError when the store goes down, not at its deadline', async () => {
+  const { service, inner, credential, key } = await serviceOn('ok');
+  const other = await service.openSession({ ttlMillis: 60_000, owner: 'waiter' }, { requestId: 't' });
+  const waiting = { sessionId: other.sessionId, tokenHash: hashSessionToken(other.sessionToken) };
+  const triesBefore = inner.count('tryAcquire');
+  const wait = service.acquire({ key: key('held'), session: waiting, ttlMillis: 10_000, waitMillis: 600_000 }, { requestId: 't' }).catch((e: unknown) => e);
+  // Registered, and its first try found the key held (it parks next; its 10-minute deadline is far off).
+  while (service.waiters.count(key('held')) === 0 || inner.count('tryAcquire') === triesBefore) await new Promise((r) => setImmediate(r));
+  inner.state.mode = 'refuse';
+  await service.heartbeat(credential).catch(() => {}); // any failed call turns the state down
+  expect(await wait).toBeInstanceOf(NotLeaderError);
+});
