@@ -25,6 +25,8 @@ export interface FleetHooks {
   /** What this instance publishes for the fleet (e.g. its contention top-K); undefined = nothing. */
   publication?(): unknown;
   checkFailed(error: Error): void;
+  /** False while the store is counted down: the check waits for it instead of failing every tick. */
+  storeUp?(): boolean;
 }
 
 export class FleetCoordinator {
@@ -53,7 +55,7 @@ export class FleetCoordinator {
   async start(): Promise<void> {
     await this.heartbeat();
     this.timer = setInterval(() => {
-      if (this.running) return;
+      if (this.running || this.hooks.storeUp?.() === false) return;
       this.running = this.check()
         .catch((error: Error) => this.hooks.checkFailed(error))
         .finally(() => {

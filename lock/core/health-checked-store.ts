@@ -9,7 +9,8 @@
  * - Not timed and not gated: lifecycle (init, close), the long waits that end on
  *   their own (waitForRelease, subscribeReleases) and the audit chain stream.
  *
- * A call that outlives `callTimeoutMillis` turns the state down — a hung store
+ * A call that outlives `callTimeoutMillis` (with no other call answered since it
+ * was sent) turns the state down — a hung store
  * (connections accepted, nothing answered) looks like a refused one, and every
  * later request is answered at once — but the call itself is not abandoned: its
  * caller gets the store's own answer, bounded by the store's own timeouts
@@ -75,7 +76,11 @@ export function healthCheckedStore<S extends LockStore>(store: S, health: StoreH
 
   const timed = <T>(call: Promise<T>, what: string): Promise<T> => {
     const timeoutMillis = health.options.callTimeoutMillis;
-    const timer = setTimeout(() => health.failed(`the ${store.backend} store did not answer ${what} within ${timeoutMillis} ms`), timeoutMillis);
+    const successesAtSend = health.successes;
+    const timer = setTimeout(
+      () => health.failed(`the ${store.backend} store did not answer ${what} within ${timeoutMillis} ms`, successesAtSend),
+      timeoutMillis,
+    );
     return call.then(
       (value) => {
         clearTimeout(timer);
@@ -86,7 +91,7 @@ export function healthCheckedStore<S extends LockStore>(store: S, health: StoreH
         clearTimeout(timer);
         // Only "cannot reach / cannot take writes" says anything about the store's health;
         // a bug or a refused value is the caller's problem.
-        if (error instanceof NotLeaderError) health.failed(error.message);
+        if (error instanceof NotLeaderError) health.failed(error.message, successesAtSend);
         throw error;
       },
     );

@@ -184,6 +184,7 @@ export class LockService {
             publication:
               options.publication ?? (() => ({ contentionTop: truncateSummary(this.insight.contention.summary(), PUBLISHED_TOP_KEYS) })),
             checkFailed: (error) => this.events.fleetCheckFailed({ requestId: 'fleet-check' }, { message: `fleet check: ${error.message}` }),
+            storeUp: () => this.storeHealth.up,
           },
           options.fleet,
         )

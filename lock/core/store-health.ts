@@ -9,7 +9,10 @@
  * arrives.
  *
  * Why one failure is enough to go down: a refused or hung store fails every
- * call, and waiting for N of them costs every caller N connect timeouts. A
+ * call, and waiting for N of them costs every caller N connect timeouts. But a
+ * failure counts only when no call has succeeded since the failed one was sent:
+ * a store that answers other calls meanwhile is busy (a queue behind one slow
+ * statement, PGlite's single connection on a loaded machine), not down. And a
  * spurious failure costs little: the first probe runs at once, so a store that
  * still answers is up again within one ping.
  */
@@ -39,6 +42,7 @@ const PROBE_TIMEOUT_FLOOR_MILLIS = 250;
 
 export class StoreHealth {
   private downSince: number | null = null;
+  private successCount = 0;
   private downCause = '';
   private probing = false;
   private stopped = false;
@@ -60,7 +64,13 @@ export class StoreHealth {
     return this.downCause;
   }
 
+  /** Calls that succeeded so far: a call notes it when sent, so its failure can ask "any success since?". */
+  get successes(): number {
+    return this.successCount;
+  }
+
   succeeded(): void {
+    this.successCount++;
     if (this.downSince === null) return;
     const downMillis = Math.max(0, this.clock.now() - this.downSince);
     this.downSince = null;
@@ -68,8 +78,10 @@ export class StoreHealth {
     this.listener.up({ downMillis });
   }
 
-  failed(cause: string): void {
+  /** `successesAtSend`: `successes` when the failed call was sent; a success since then means the store answers. */
+  failed(cause: string, successesAtSend?: number): void {
     if (this.downSince !== null || this.stopped) return;
+    if (successesAtSend !== undefined && this.successCount > successesAtSend) return;
     this.downSince = this.clock.now();
     this.downCause = cause;
     this.listener.down({ cause });

@@ -8,7 +8,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { LockEvents } from '../../contract/lock-events.js';
 import { LockService } from '../../lock/core/lock-service.js';
+import { systemClock } from '../../lock/core/clock.js';
 import { hashSessionToken } from '../../lock/core/session-token.js';
+import { StoreHealth } from '../../lock/core/store-health.js';
 import { NotLeaderError } from '../../lock/errors.js';
 import type { LockStore } from '../../lock/store/spi.js';
 import { openSqlStore } from '../support/sql-stores.js';
@@ -182,4 +184,19 @@ it('a parked wait is answered NotLeaderError when the store goes down, not at it
   await up;
   while ((await service.readLock(key('held'))).waiterCount !== 0) await new Promise((r) => setTimeout(r, 5));
   expect((await service.readLock(key('held'))).waiterCount).toBe(0);
+});
+
+describe('StoreHealth: what counts as down', () => {
+  const quiet = { down: () => {}, up: () => {} };
+  it('a failure counts only when no call has succeeded since the failed one was sent (a busy store is not a down one)', () => {
+    const health = new StoreHealth(() => new Promise(() => {}), systemClock, quiet, { callTimeoutMillis: 1000, probeIntervalMillis: 50 });
+    const slowCallSent = health.successes;
+    health.succeeded(); // another call answered meanwhile
+    health.failed('slow call outlived its timeout', slowCallSent);
+    expect(health.up).toBe(true);
+    health.failed('this call failed and nothing answered since it was sent', health.successes);
+    expect(health.up).toBe(false);
+    expect(health.cause).toContain('nothing answered');
+    health.stop();
+  });
 });

@@ -111,8 +111,10 @@ export class SqlLockStore implements LockStore, ReleaseFeed, FleetWaitState {
     await this.db.close();
   }
 
+  /** Readiness and the health probe: answers only when the database takes writes (a read-only standby does not). */
   async ping(): Promise<void> {
-    await this.guard(() => this.db.query('SELECT 1'));
+    const [row] = await this.guard(() => this.db.query<{ read_only: string }>("SELECT current_setting('transaction_read_only') AS read_only"));
+    if (row?.read_only === 'on') throw new NotLeaderError(`the ${this.backend} store is read-only (a standby, or default_transaction_read_only)`);
   }
 
   // ---- sessions -----------------------------------------------------------
