@@ -35,9 +35,10 @@ const schema = z.object({
   HOLDFAST_PG_STATEMENT_TIMEOUT_MS: intFrom(100, 600_000, 1500),
   /**
    * v3 (issue 20): a store call unanswered after this counts as failed and turns the server's view of
-   * its store down; while down, L1/L3/L4/L6 and the reads answer 503 NOT_LEADER at once.
+   * its store down; while down, L1/L3/L4/L6 and the reads answer 503 NOT_LEADER at once. Below the
+   * SDK's request timeout (2 s), so a hung store is answered 503 before the caller gives up on it.
    */
-  HOLDFAST_STORE_TIMEOUT_MS: intFrom(100, 600_000, 2000),
+  HOLDFAST_STORE_TIMEOUT_MS: intFrom(100, 600_000, 1000),
   /** v3: while the store is counted down, how often the server pings it to see it return. */
   HOLDFAST_STORE_PROBE_INTERVAL_MS: intFrom(10, 10_000, 100),
   /** v2: concurrent server-side waits (L4 with waitMillis > 0) one session may have on one server. */

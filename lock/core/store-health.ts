@@ -22,7 +22,7 @@ export interface StoreHealthOptions {
   probeIntervalMillis: number;
 }
 
-export const DEFAULT_STORE_HEALTH: StoreHealthOptions = { callTimeoutMillis: 2_000, probeIntervalMillis: 100 };
+export const DEFAULT_STORE_HEALTH: StoreHealthOptions = { callTimeoutMillis: 1_000, probeIntervalMillis: 100 };
 
 export interface StoreHealthListener {
   /** The state turned down; `cause` is the failure that turned it. */
@@ -35,7 +35,7 @@ export interface StoreHealthListener {
  * The probe gives up sooner than a request would: it runs again at once, and a ping stuck on a
  * connection the outage broke must not hold recovery back for a whole call timeout.
  */
-const PROBE_TIMEOUT_FLOOR_MILLIS = 500;
+const PROBE_TIMEOUT_FLOOR_MILLIS = 250;
 
 export class StoreHealth {
   private downSince: number | null = null;
@@ -78,7 +78,7 @@ export class StoreHealth {
 
   /** How long a probe may take before the next one starts. */
   get probeTimeoutMillis(): number {
-    return Math.min(this.options.callTimeoutMillis, Math.max(PROBE_TIMEOUT_FLOOR_MILLIS, 5 * this.options.probeIntervalMillis));
+    return Math.min(this.options.callTimeoutMillis, Math.max(PROBE_TIMEOUT_FLOOR_MILLIS, 3 * this.options.probeIntervalMillis));
   }
 
   stop(): void {
