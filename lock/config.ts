@@ -40,7 +40,7 @@ const schema = z.object({
    */
   HOLDFAST_STORE_TIMEOUT_MS: intFrom(100, 600_000, 1000),
   /** v3: while the store is counted down, how often the server pings it to see it return. */
-  HOLDFAST_STORE_PROBE_INTERVAL_MS: intFrom(10, 10_000, 100),
+  HOLDFAST_STORE_PROBE_INTERVAL_MS: intFrom(10, 10_000, 50),
   /** v2: concurrent server-side waits (L4 with waitMillis > 0) one session may have on one server. */
   HOLDFAST_MAX_WAITS_PER_SESSION: intFrom(1, 10_000, 32),
   /** How often the store-true gauges (lock_held, lock_sessions_active, lock_oldest_held_seconds) are recounted. */

@@ -9,11 +9,14 @@
  * - Not timed and not gated: lifecycle (init, close), the long waits that end on
  *   their own (waitForRelease, subscribeReleases) and the audit chain stream.
  *
- * A call that outlives `callTimeoutMillis` is answered NOT_LEADER and turns the
- * state down: a hung store (connections accepted, nothing answered) looks like a
- * refused one. The call itself may still complete later (a grant answered 503 may
- * exist); every such case is one the store's own timeouts already produce, and the
- * SDK's idempotent retry of L4 returns the existing grant.
+ * A call that outlives `callTimeoutMillis` turns the state down — a hung store
+ * (connections accepted, nothing answered) looks like a refused one, and every
+ * later request is answered at once — but the call itself is not abandoned: its
+ * caller gets the store's own answer, bounded by the store's own timeouts
+ * (PostgreSQL's connect and statement timeouts, etcd's request timeout and
+ * election budget). Answering 503 for a write the store may still commit would
+ * turn a release into a LOCK_LOST on its retry, and a wait's end into a wait row
+ * left behind.
  */
 import { NotLeaderError } from '../errors.js';
 import type { FleetWaitState, LockStore, ReleaseFeed, ReleaseWaiter } from '../store/spi.js';
@@ -21,8 +24,11 @@ import type { StoreHealth } from './store-health.js';
 
 type StoreMethod = keyof LockStore | keyof FleetWaitState | keyof ReleaseWaiter | keyof ReleaseFeed;
 
-/** Tried whatever the health says: their success may save a session or a lock. */
-const ALWAYS_TRIED: ReadonlySet<StoreMethod> = new Set<StoreMethod>(['heartbeat', 'renew', 'ping']);
+/**
+ * Tried whatever the health says: a heartbeat or renewal may save a session or a lock; a wait's end
+ * left unwritten would leave a wait row that counts as a waiter and as an edge of the wait-for graph.
+ */
+const ALWAYS_TRIED: ReadonlySet<StoreMethod> = new Set<StoreMethod>(['heartbeat', 'renew', 'ping', 'endWait']);
 
 /** Refused at once while the store is down; timed otherwise. */
 const GATED: ReadonlySet<StoreMethod> = new Set<StoreMethod>([
@@ -46,7 +52,6 @@ const GATED: ReadonlySet<StoreMethod> = new Set<StoreMethod>([
   'expireInstances',
   'instancePublications',
   'beginWait',
-  'endWait',
   'waiterCounts',
   'totalWaiters',
   'waitForEdges',
@@ -68,36 +73,24 @@ export function healthCheckedStore<S extends LockStore>(store: S, health: StoreH
     return wrapper;
   };
 
-  const timed = <T>(call: Promise<T>, what: string): Promise<T> =>
-    new Promise<T>((resolve, reject) => {
-      let settled = false;
-      const timeoutMillis = health.options.callTimeoutMillis;
-      const timer = setTimeout(() => {
-        if (settled) return;
-        settled = true;
-        const message = `the ${store.backend} store did not answer ${what} within ${timeoutMillis} ms`;
-        health.failed(message);
-        reject(new NotLeaderError(message));
-      }, timeoutMillis);
-      call.then(
-        (value) => {
-          clearTimeout(timer);
-          if (settled) return;
-          settled = true;
-          health.succeeded();
-          resolve(value);
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          if (settled) return;
-          settled = true;
-          // Only "cannot reach / cannot take writes" says anything about the store's health;
-          // a bug or a refused value is the caller's problem.
-          if (error instanceof NotLeaderError) health.failed(error.message);
-          reject(error);
-        },
-      );
-    });
+  const timed = <T>(call: Promise<T>, what: string): Promise<T> => {
+    const timeoutMillis = health.options.callTimeoutMillis;
+    const timer = setTimeout(() => health.failed(`the ${store.backend} store did not answer ${what} within ${timeoutMillis} ms`), timeoutMillis);
+    return call.then(
+      (value) => {
+        clearTimeout(timer);
+        health.succeeded();
+        return value;
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        // Only "cannot reach / cannot take writes" says anything about the store's health;
+        // a bug or a refused value is the caller's problem.
+        if (error instanceof NotLeaderError) health.failed(error.message);
+        throw error;
+      },
+    );
+  };
 
   return new Proxy(store, {
     get(target, property, receiver) {

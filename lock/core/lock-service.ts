@@ -103,6 +103,8 @@ export interface KillOutcome {
 const POLL_FLOOR_MILLIS = 10;
 /** A conservative default: a notification is lost only in a narrow race (see ReleaseFeed in spi.ts). */
 const FEED_RECHECK_MILLIS = 1000;
+/** Bounds the waits remembered for ending after an outage. */
+const MAX_UNENDED_WAITS = 10_000;
 /** Ends a park's own timer and listener; one reason for all, so no DOMException (and stack) per park. */
 const WAIT_SETTLED = new Error('wait settled');
 
@@ -127,6 +129,8 @@ export class LockService {
   private readonly fleetStore: FleetWaitState | null;
   /** This instance's part in the fleet (instance registry, deadlock checks), when the store keeps wait state. */
   readonly fleet: FleetCoordinator | null;
+  /** Waits whose end the store did not take (it was down): ended again when it returns. */
+  private readonly unendedWaits = new Set<string>();
   private feedUp = false;
   private feedDownCause = 'release feed not started';
   private unsubscribeFeed: (() => void) | null = null;
@@ -148,7 +152,10 @@ export class LockService {
           // Parked waits try again now, and are answered 503 at once rather than at their deadline.
           this.waiters.wakeAll();
         },
-        up: (fact) => this.events.storeUp(fact),
+        up: (fact) => {
+          this.events.storeUp(fact);
+          this.endUnendedWaits();
+        },
       },
       options.storeHealth ?? DEFAULT_STORE_HEALTH,
     );
@@ -456,10 +463,25 @@ export class LockService {
       // Woken by a release it did not win and leaving (deadline, abort): the release may still be
       // unclaimed, so the next waiter in line gets it rather than its recheck timer.
       if (!granted && waiter.woken) this.waiters.keyReleased(req.key);
-      // Not awaited: the answer need not wait for the bookkeeping. A row left behind by a failure
-      // goes with its session or instance.
-      if (waiter.recordedInStore) this.fleetStore?.endWait(waiter.waitId).catch(() => {});
+      // Not awaited: the answer need not wait for the bookkeeping. A row a failure left behind is
+      // ended again when the store returns (else it would count as a waiter and as an edge of the
+      // wait-for graph until its session or instance ends).
+      if (waiter.recordedInStore) this.endWait(waiter.waitId);
     }
+  }
+
+  private endWait(waitId: string): void {
+    this.fleetStore?.endWait(waitId).catch(() => {
+      if (this.unendedWaits.size >= MAX_UNENDED_WAITS) return; // the rest go with their sessions or instance
+      this.unendedWaits.add(waitId);
+    });
+  }
+
+  /** After an outage: end the waits whose end the store did not take. */
+  private endUnendedWaits(): void {
+    const waits = [...this.unendedWaits];
+    this.unendedWaits.clear();
+    for (const waitId of waits) this.endWait(waitId);
   }
 
   /** Without `ttlMillis` the grant keeps its own TTL. */

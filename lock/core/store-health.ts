@@ -22,7 +22,7 @@ export interface StoreHealthOptions {
   probeIntervalMillis: number;
 }
 
-export const DEFAULT_STORE_HEALTH: StoreHealthOptions = { callTimeoutMillis: 1_000, probeIntervalMillis: 100 };
+export const DEFAULT_STORE_HEALTH: StoreHealthOptions = { callTimeoutMillis: 1_000, probeIntervalMillis: 50 };
 
 export interface StoreHealthListener {
   /** The state turned down; `cause` is the failure that turned it. */

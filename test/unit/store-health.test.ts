@@ -17,7 +17,16 @@ type Mode = 'ok' | 'refuse' | 'hang';
 
 /** The embedded store behind a switch: answer, refuse as unreachable, or never answer. */
 function switchable(store: LockStore) {
-  const state = { mode: 'ok' as Mode, calls: new Map<string, number>() };
+  const hung: (() => void)[] = [];
+  const state = {
+    mode: 'ok' as Mode,
+    calls: new Map<string, number>(),
+    /** Lets every hung call through to the store (the black hole forwards again). */
+    resume() {
+      this.mode = 'ok';
+      for (const proceed of hung.splice(0)) proceed();
+    },
+  };
   const proxy = new Proxy(store, {
     get(target, property, receiver) {
       const value = Reflect.get(target, property, receiver);
@@ -25,7 +34,7 @@ function switchable(store: LockStore) {
       return (...args: unknown[]) => {
         state.calls.set(String(property), (state.calls.get(String(property)) ?? 0) + 1);
         if (state.mode === 'refuse') return Promise.reject(new NotLeaderError('connect ECONNREFUSED 127.0.0.1:5432'));
-        if (state.mode === 'hang') return new Promise(() => {});
+        if (state.mode === 'hang') return new Promise((resolve) => hung.push(() => resolve((value as (...a: unknown[]) => unknown).apply(target, args))));
         return (value as (...a: unknown[]) => unknown).apply(target, args);
       };
     },
@@ -35,19 +44,23 @@ function switchable(store: LockStore) {
 
 function recordingEvents() {
   const facts: string[] = [];
-  let resolveUp: (() => void) | null = null;
+  const waiting = { up: null as (() => void) | null, down: null as (() => void) | null };
   const events = new Proxy({} as LockEvents, {
     get: (_target, property) => (fact: unknown) => {
-      if (property === 'storeDown') facts.push('down');
+      if (property === 'storeDown') {
+        facts.push('down');
+        waiting.down?.();
+      }
       if (property === 'storeUp') {
         facts.push('up');
-        resolveUp?.();
+        waiting.up?.();
       }
       return fact;
     },
   });
-  const nextUp = () => new Promise<void>((resolve) => (resolveUp = resolve));
-  return { events, facts, nextUp };
+  const nextUp = () => new Promise<void>((resolve) => (waiting.up = resolve));
+  const nextDown = () => new Promise<void>((resolve) => (waiting.down = resolve));
+  return { events, facts, nextUp, nextDown };
 }
 
 // One embedded database for the file (PGlite takes seconds to start on a busy machine); each test
@@ -59,9 +72,12 @@ beforeAll(async () => {
 afterAll(async () => {
   await shared?.close();
 });
-const services: LockService[] = [];
+const services: { service: LockService; state: { resume(): void } }[] = [];
 afterEach(async () => {
-  for (const service of services.splice(0)) await service.stop();
+  for (const { service, state } of services.splice(0)) {
+    state.resume(); // leaving the fleet needs a store that answers
+    await service.stop();
+  }
 });
 
 let tests = 0;
@@ -71,19 +87,30 @@ async function serviceOn(mode: Mode) {
   const inner = switchable(shared);
   const recorded = recordingEvents();
   const service = new LockService(inner.store, recorded.events, { storeHealth: { callTimeoutMillis: 300, probeIntervalMillis: 20 } });
-  services.push(service);
+  services.push({ service, state: inner.state });
+  await service.start(); // joins the fleet registry: waits count only while their instance is live
   const session = await service.openSession({ ttlMillis: 60_000, owner: 'health' }, { requestId: 't' });
   const credential = { sessionId: session.sessionId, tokenHash: hashSessionToken(session.sessionToken) };
   const held = await service.acquire({ key: key('held'), session: credential, ttlMillis: 60_000, waitMillis: 0 }, { requestId: 't' });
   inner.state.mode = mode;
-  return { service, inner, recorded, credential, held, key };
+  /**
+   * The first acquire after the switch: a refused store answers it NotLeaderError; a hung one never
+   * answers it (the call is not abandoned), but turns the state down once it outlives the timeout.
+   */
+  const firstCallAfterSwitch = async () => {
+    const down = recorded.nextDown();
+    const first = service.acquire({ key: key('k'), session: credential, ttlMillis: 10_000, waitMillis: 0 }, { requestId: 't' }).catch((e: unknown) => e);
+    await down;
+    return mode === 'hang' ? 'unanswered' : await first;
+  };
+  return { service, inner, recorded, credential, held, key, firstCallAfterSwitch };
 }
 
 describe.each<Mode>(['refuse', 'hang'])('a store that starts to %s', (mode) => {
   it('turns the state down on the first failed call; gated calls are then refused without reaching the store', async () => {
-    const { service, inner, recorded, credential, key } = await serviceOn(mode);
-    const first = await service.acquire({ key: key('k'), session: credential, ttlMillis: 10_000, waitMillis: 0 }, { requestId: 't' }).catch((e: unknown) => e);
-    expect(first).toBeInstanceOf(NotLeaderError);
+    const { service, inner, recorded, credential, key, firstCallAfterSwitch } = await serviceOn(mode);
+    const first = await firstCallAfterSwitch();
+    if (mode === 'refuse') expect(first).toBeInstanceOf(NotLeaderError);
     expect(service.storeHealth.up).toBe(false);
     expect(recorded.facts).toEqual(['down']);
 
@@ -103,16 +130,22 @@ describe.each<Mode>(['refuse', 'hang'])('a store that starts to %s', (mode) => {
   });
 
   it('still sends heartbeats and renewals while down, and the probe brings the state back without a request', async () => {
-    const { service, inner, recorded, credential, held, key } = await serviceOn(mode);
-    await service.acquire({ key: key('k'), session: credential, ttlMillis: 10_000, waitMillis: 0 }, { requestId: 't' }).catch(() => {});
+    const { service, inner, recorded, credential, held, key, firstCallAfterSwitch } = await serviceOn(mode);
+    await firstCallAfterSwitch();
     expect(service.storeHealth.up).toBe(false);
 
     const heartbeats = inner.count('heartbeat');
     const renewals = inner.count('renew');
-    await expect(service.heartbeat(credential)).rejects.toBeInstanceOf(NotLeaderError);
-    await expect(service.renew({ key: key('held'), session: credential, fencingToken: held.fencingToken }, { requestId: 't' })).rejects.toBeInstanceOf(
-      NotLeaderError,
-    );
+    const heartbeat = service.heartbeat(credential);
+    const renewal = service.renew({ key: key('held'), session: credential, fencingToken: held.fencingToken }, { requestId: 't' });
+    if (mode === 'refuse') {
+      await expect(heartbeat).rejects.toBeInstanceOf(NotLeaderError);
+      await expect(renewal).rejects.toBeInstanceOf(NotLeaderError);
+    } else {
+      heartbeat.catch(() => {});
+      renewal.catch(() => {});
+    }
+    // Sent to the store although it is counted down: either may save a session or a lock.
     expect(inner.count('heartbeat')).toBe(heartbeats + 1);
     expect(inner.count('renew')).toBe(renewals + 1);
     expect(inner.count('ping')).toBeGreaterThan(0); // the probe runs while down
@@ -129,15 +162,24 @@ describe.each<Mode>(['refuse', 'hang'])('a store that starts to %s', (mode) => {
   });
 });
 
-it('a parked wait is answered NotLeaderError when the store goes down, not at its deadline', async () => {
-  const { service, inner, credential, key } = await serviceOn('ok');
+it('a parked wait is answered NotLeaderError when the store goes down, not at its deadline; its wait row is ended when the store returns', async () => {
+  const { service, inner, recorded, credential, key } = await serviceOn('ok');
   const other = await service.openSession({ ttlMillis: 60_000, owner: 'waiter' }, { requestId: 't' });
   const waiting = { sessionId: other.sessionId, tokenHash: hashSessionToken(other.sessionToken) };
   const triesBefore = inner.count('tryAcquire');
   const wait = service.acquire({ key: key('held'), session: waiting, ttlMillis: 10_000, waitMillis: 600_000 }, { requestId: 't' }).catch((e: unknown) => e);
-  // Registered, and its first try found the key held (it parks next; its 10-minute deadline is far off).
+  // Recorded in the store's fleet-wide wait state (its 10-minute deadline is far off).
   while (service.waiters.count(key('held')) === 0 || inner.count('tryAcquire') === triesBefore) await new Promise((r) => setImmediate(r));
+  while ((await service.readLock(key('held'))).waiterCount !== 1) await new Promise((r) => setTimeout(r, 5));
   inner.state.mode = 'refuse';
   await service.heartbeat(credential).catch(() => {}); // any failed call turns the state down
   expect(await wait).toBeInstanceOf(NotLeaderError);
+  expect(service.waiters.count(key('held'))).toBe(0);
+
+  // The wait's end could not be written while the store refused; it is written once the store returns.
+  const up = recorded.nextUp();
+  inner.state.mode = 'ok';
+  await up;
+  while ((await service.readLock(key('held'))).waiterCount !== 0) await new Promise((r) => setTimeout(r, 5));
+  expect((await service.readLock(key('held'))).waiterCount).toBe(0);
 });
