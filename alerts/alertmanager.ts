@@ -57,6 +57,11 @@ export interface Inhibition {
   readonly equal: readonly string[];
 }
 
+/**
+ * An inhibition lasts as long as its source fires. The store-unreachable one must outlast the outage,
+ * since its symptoms' windows still hold it afterwards: its source keeps firing for that long
+ * (`keep_firing_for`, `storeOutageTail` in alerts/health-alerts.ts).
+ */
 export function inhibitions(config: MonitoringConfig): Inhibition[] {
   const grouping = groupingLabels(config);
   return [

@@ -76,6 +76,11 @@ const configSchema = z.strictObject({
     storeErrorShare: z.number().gt(0).lt(1),
     /** Window of that share: at least two scrape intervals. */
     storeErrorWindow: duration,
+    /**
+     * Window of the NOT_LEADER answer rate: at least two scrape intervals, and short enough that
+     * `for` (not the window) decides how long a leader election may last without paging.
+     */
+    notLeaderWindow: duration,
     /** Age (seconds) of the oldest held lock that is "held too long". */
     lockHeldTooLongSeconds: z.number().positive(),
     /** Age (seconds) of the oldest overdue expiry the sweeper has not processed. */
@@ -83,6 +88,12 @@ const configSchema = z.strictObject({
   }),
   /** Pending duration per alert name (Prometheus `for`); burn-rate tiers carry their own. */
   for: z.record(z.string(), duration),
+  /**
+   * How long an alert keeps firing once its expression is false (Prometheus `keep_firing_for`,
+   * Prometheus ≥ 2.42), per alert name. Unset, `HoldfastStoreUnreachable` derives its own from the
+   * windows of the symptoms it inhibits (`storeOutageTail` in alerts/health-alerts.ts).
+   */
+  keepFiringFor: z.record(z.string(), duration),
   alertmanager: z.strictObject({
     groupWait: duration,
     groupInterval: duration,
@@ -117,6 +128,7 @@ export const DEFAULT_CONFIG: MonitoringConfig = {
     storeWriteP99Seconds: 0.5,
     storeErrorShare: 0.1,
     storeErrorWindow: '2m',
+    notLeaderWindow: '2m',
     lockHeldTooLongSeconds: 3600,
     sweepLagSeconds: 30,
   },
@@ -135,6 +147,7 @@ export const DEFAULT_CONFIG: MonitoringConfig = {
     HoldfastTargetDown: '5m',
     HoldfastTargetMissing: '5m',
   },
+  keepFiringFor: {},
   alertmanager: {
     groupWait: '30s',
     groupInterval: '5m',
@@ -178,6 +191,13 @@ export function loadConfig(overrideFile: string): MonitoringConfig {
 /** Labels the rules aggregate to and Alertmanager groups by, besides `alertname`. */
 export function groupingLabels(config: MonitoringConfig): string[] {
   return config.clusterLabel ? ['backend', config.clusterLabel] : ['backend'];
+}
+
+const DURATION_UNIT_SECONDS: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86400, w: 604800, y: 31536000 };
+
+/** `1h30m` → 5400: for comparing and adding Prometheus durations. */
+export function durationSeconds(value: string): number {
+  return [...value.matchAll(/(\d+)(ms|[smhdwy])/g)].reduce((total, [, n, unit]) => total + Number(n) * DURATION_UNIT_SECONDS[unit!]!, 0);
 }
 
 /** `30m` → `30 minutes`, for alert text that says how long a condition has held. */

@@ -20,6 +20,11 @@ export interface AlertSpec {
    * tiers carry their own). Alerts that are configured must not pass one.
    */
   readonly for?: string;
+  /**
+   * How long the alert keeps firing after its expression turned false (`keep_firing_for`), when the
+   * alert is not configured in `config.keepFiringFor`. For a root cause whose inhibition must outlast it.
+   */
+  readonly keepFiringFor?: string;
   /** One sentence, no template: it becomes the notification title. */
   readonly summary: string;
   /** Uses `{{ $value }}` (through a humanize filter) and labels to say what is happening now. */
@@ -33,6 +38,7 @@ export interface AlertingRule {
   alert: string;
   expr: string;
   for?: string;
+  keep_firing_for?: string;
   labels: Record<string, string>;
   annotations: { summary: string; description: string; runbook_url: string };
 }
@@ -59,16 +65,23 @@ export function pendingFor(config: MonitoringConfig, spec: Pick<AlertSpec, 'name
   return config.for[spec.name] ?? spec.for;
 }
 
+/** How long an alert keeps firing after its condition ends: configured, else the spec's own, else not at all. */
+export function keepFiringFor(config: MonitoringConfig, spec: Pick<AlertSpec, 'name' | 'keepFiringFor'>): string | undefined {
+  return config.keepFiringFor[spec.name] ?? spec.keepFiringFor;
+}
+
 export function defineAlert(config: MonitoringConfig, spec: AlertSpec): AlertingRule {
   if (!/^Holdfast[A-Z][A-Za-z0-9]*$/.test(spec.name)) {
     throw new Error(`alert name "${spec.name}" must be CamelCase with the Holdfast prefix`);
   }
   const pending = pendingFor(config, spec);
-  // Key order is the order readers expect in rule files: alert, expr, for, labels, annotations.
+  const keep = keepFiringFor(config, spec);
+  // Key order is the order readers expect in rule files: alert, expr, for, keep_firing_for, labels, annotations.
   return {
     alert: spec.name,
     expr: spec.expr,
     ...(pending ? { for: pending } : {}),
+    ...(keep ? { keep_firing_for: keep } : {}),
     labels: { severity: SEVERITY[spec.action], service: SERVICE, ...spec.labels },
     annotations: {
       summary: spec.summary,

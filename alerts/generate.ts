@@ -39,8 +39,10 @@ export function ruleFileContents(config: MonitoringConfig): Record<string, RuleF
   const alerts = new Set(
     Object.values(files).flatMap((file) => file.groups.flatMap((g) => g.rules.filter((r): r is AlertingRule => 'alert' in r).map((r) => r.alert))),
   );
-  const unknown = Object.keys(config.for).filter((name) => !alerts.has(name));
-  if (unknown.length > 0) throw new Error(`monitoring config: "for" names no alert: ${unknown.join(', ')}`);
+  for (const key of ['for', 'keepFiringFor'] as const) {
+    const unknown = Object.keys(config[key]).filter((name) => !alerts.has(name));
+    if (unknown.length > 0) throw new Error(`monitoring config: "${key}" names no alert: ${unknown.join(', ')}`);
+  }
   return files;
 }
 

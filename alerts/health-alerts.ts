@@ -7,11 +7,12 @@
  * description states them.
  */
 import { METRICS } from '../contract/metric-table.js';
-import { STORE_WRITE_OPS, humanDuration, humanSeconds } from './config.js';
+import { STORE_WRITE_OPS, durationSeconds, humanDuration, humanSeconds, type MonitoringConfig } from './config.js';
 import type { AlertingRule } from './define-alert.js';
-import { requireLabel } from './promql.js';
+import { promDuration, requireLabel } from './promql.js';
 import type { RuleContext } from './rule-context.js';
 import type { RuleGroup } from './rule-types.js';
+import { sloModel } from './slo.js';
 
 const percent = (share: number) => `${Number((share * 100).toPrecision(6))}%`;
 
@@ -24,29 +25,104 @@ export const TARGET_MISSING_ALERT = 'HoldfastTargetMissing';
 export const WATCHDOG_ALERT = 'HoldfastWatchdog';
 
 /**
- * The root cause of a store outage, from the server's own timing of every store
- * call: when a large share fails, nothing else on that backend can work, so
- * this alert inhibits the symptoms (see alerts/alertmanager.ts). Its `for` is
- * shorter than theirs so it reaches Alertmanager first.
+ * Range windows of the symptom alerts that a store outage fires. Each is also how long its alert
+ * can still see an outage after the store is back, which `storeOutageTail` needs.
  */
-function storeUnreachable(ctx: RuleContext): AlertingRule {
+export const SYMPTOM_WINDOWS = { storeSlow: '5m', sessionLoss: '10m', waitFallback: '10m' } as const;
+
+/**
+ * Slack on top of the longest symptom window: a scrape and an evaluation interval before the
+ * symptom's last outage sample leaves its window, sessions whose TTL ran out during the outage
+ * expired by the first sweep after it (their expiries start `HoldfastSessionLossSpike`'s window
+ * late), and the symptom's resolution reaching Alertmanager before the root cause's.
+ */
+const STORE_OUTAGE_SETTLE_SECONDS = 300;
+
+/**
+ * How long `HoldfastStoreUnreachable` keeps firing after the store is back (`keep_firing_for`):
+ * until no symptom it inhibits can still fire on the outage's samples. Without it the inhibition
+ * ended with the root cause while `rate(…[2m])` and the burn-rate windows still held outage
+ * answers, and the symptoms paged after recovery.
+ *
+ * A symptom fires only while its expression holds, and after recovery that lasts as long as its
+ * window still holds outage samples: its `for` no longer matters (a symptom already firing stays
+ * firing, one still pending cannot outlast its window). A burn-rate tier needs both windows, so its
+ * short one decides. Ticket tiers are left out: their short windows (hours) outlast any sensible
+ * hold, and a slow-burn ticket after a long outage says what the outage cost the budget.
+ */
+export function storeOutageTail(config: MonitoringConfig): string {
+  const windows = [
+    config.thresholds.notLeaderWindow,
+    ...Object.values(SYMPTOM_WINDOWS),
+    ...sloModel(config).burnTiers.filter((tier) => tier.action === 'page').map((tier) => tier.short),
+  ];
+  return promDuration(Math.max(...windows.map(durationSeconds)) + STORE_OUTAGE_SETTLE_SECONDS);
+}
+
+/**
+ * The root cause of a store outage: when a server cannot use its store, nothing else on that
+ * backend can work, so this alert inhibits the symptoms (see alerts/alertmanager.ts), and keeps
+ * firing for `storeOutageTail` after the store is back so that the inhibition outlasts the symptoms'
+ * windows. Its configured `for` is shorter than theirs so it reaches Alertmanager first.
+ *
+ * Two rules under one name, told apart by `signal`, so each description can say what it measured:
+ * - `health`: the servers' own view (`lock_store_up`), fed by every store call's outcome and
+ *   latency. It is the one that sees a hung store (connections accepted, nothing answered): such a
+ *   store completes few or no calls, so a share of failed calls has little or nothing to divide,
+ *   while each call that outlives its timeout turns the server's view down.
+ * - `errors`: the share of failed or refused store calls, as before. It still adds what the health
+ *   state does not: a store that fails a large share of calls while answering the others (every
+ *   success turns a server's view up again, so `lock_store_up` flickers and never stays 0 for the
+ *   `for`), and servers that predate `lock_store_up`.
+ * Both rules carry the same summary, so a notification grouping them has one title.
+ */
+function storeUnreachable(ctx: RuleContext): AlertingRule[] {
   const T = ctx.config.thresholds;
-  const window = T.storeErrorWindow;
-  // The SQL store answers not_leader when PostgreSQL refuses connections or is read-only, etcd when it has
-  // no leader: both mean the store cannot serve, like a plain error.
-  const calls = (failed?: true) =>
-    `sum by (${ctx.by}) (rate(${ctx.series(METRICS.lockStoreSeconds, { series: 'count', match: failed ? { outcome: ['not_leader', 'error'] } : undefined })}[${window}]))`;
-  const name = 'HoldfastStoreUnreachable';
-  return ctx.alert({
+  const name = STORE_UNREACHABLE_ALERT;
+  const keep = ctx.config.keepFiringFor[name] ?? storeOutageTail(ctx.config);
+  const summary = 'Holdfast cannot reach its store: store calls are failing or hanging.';
+  const aftermath =
+    `Alerts it causes on this backend are inhibited while it fires, and it keeps firing for ${humanDuration(keep)} after the store is back, ` +
+    `until their windows no longer hold the outage.`;
+  const health = ctx.alert({
     name,
     action: 'page',
-    expr: `${calls(true)}\n/\n${calls()}\n> ${T.storeErrorShare}`,
-    summary: 'Holdfast cannot reach its store: store calls are failing.',
+    expr: `count by (${ctx.by}) (${ctx.series(METRICS.lockStoreUp)} == 0)`,
+    keepFiringFor: keep,
+    labels: { signal: 'health' },
+    summary,
     description:
-      `{{ $value | humanizePercentage }} of store calls on backend {{ $labels.backend }} failed or were refused over the last ${humanDuration(window)} ` +
-      `(threshold ${percent(T.storeErrorShare)}, for ${humanDuration(ctx.pending(name))}): PostgreSQL or etcd is down or unreachable, ` +
-      `so no lock can be taken, renewed or released. Alerts it causes on this backend are inhibited while it fires.`,
+      `{{ $value | humanize }} Holdfast server(s) on backend {{ $labels.backend }} have counted their store down (lock_store_up = 0) for ${humanDuration(ctx.pending(name))}: ` +
+      `calls to it fail or outlive their timeout (a store that accepts connections but never answers counts too), so these servers answer NOT_LEADER at once ` +
+      `and no lock can be taken, renewed or released. ${aftermath}`,
   });
+
+  // The SQL store answers not_leader when PostgreSQL refuses connections or is read-only, etcd when it has
+  // no leader, and the health check when a call outlives its timeout: all mean the store cannot serve.
+  const window = T.storeErrorWindow;
+  const calls = (failed?: true) =>
+    `sum by (${ctx.by}) (rate(${ctx.series(METRICS.lockStoreSeconds, { series: 'count', match: failed ? { outcome: ['not_leader', 'error'] } : undefined })}[${window}]))`;
+  // The window stretches a burst of failures to its own length (a 30 s burst keeps the share above the
+  // threshold for about two minutes), so this signal waits the window on top of the configured `for`: a
+  // burst the health signal rides out does not page here either, nor hold the symptoms back for `keep`.
+  // Full outages page through the health signal at the configured `for`.
+  const pending = promDuration(durationSeconds(ctx.pending(name)) + durationSeconds(window));
+  const errors: AlertingRule = {
+    ...ctx.alert({
+      name,
+      action: 'page',
+      expr: `${calls(true)}\n/\n${calls()}\n> ${T.storeErrorShare}`,
+      keepFiringFor: keep,
+      labels: { signal: 'errors' },
+      summary,
+      description:
+        `{{ $value | humanizePercentage }} of store calls on backend {{ $labels.backend }} failed or were refused over the last ${humanDuration(window)} ` +
+        `(threshold ${percent(T.storeErrorShare)}, for ${humanDuration(pending)}): PostgreSQL or etcd is down, unreachable or failing, ` +
+        `so locks cannot be taken, renewed or released reliably. ${aftermath}`,
+    }),
+    for: pending,
+  };
+  return [health, errors];
 }
 
 /**
@@ -57,7 +133,7 @@ function storeUnreachable(ctx: RuleContext): AlertingRule {
  */
 function sessionLossSpike(ctx: RuleContext): AlertingRule {
   const T = ctx.config.thresholds;
-  const expired = `sum by (${ctx.by}) (increase(${ctx.series(METRICS.lockSessionExpiredTotal, { match: { cause: 'ttl' } })}[10m]))`;
+  const expired = `sum by (${ctx.by}) (increase(${ctx.series(METRICS.lockSessionExpiredTotal, { match: { cause: 'ttl' } })}[${SYMPTOM_WINDOWS.sessionLoss}]))`;
   const active = `max by (${ctx.by}) (${ctx.series(METRICS.lockSessionsActive)})`;
   const name = 'HoldfastSessionLossSpike';
   return ctx.alert({
@@ -66,7 +142,7 @@ function sessionLossSpike(ctx: RuleContext): AlertingRule {
     expr: `${expired}\n> clamp_min(${T.sessionTtlExpiryShare} * ${active}, ${T.sessionTtlExpiryMin})`,
     summary: 'Many Holdfast sessions are expiring because their heartbeats stopped arriving.',
     description:
-      `{{ $value | humanize }} sessions on backend {{ $labels.backend }} expired for a missed heartbeat in the last 10 minutes ` +
+      `{{ $value | humanize }} sessions on backend {{ $labels.backend }} expired for a missed heartbeat in the last ${humanDuration(SYMPTOM_WINDOWS.sessionLoss)} ` +
       `(more than ${percent(T.sessionTtlExpiryShare)} of active sessions and at least ${T.sessionTtlExpiryMin}, for ${humanDuration(ctx.pending(name))}); ` +
       `every lock they held was released and their holders must stop using its fencing token.`,
   });
@@ -106,7 +182,7 @@ function waitersPilingUp(ctx: RuleContext): AlertingRule {
 function waitFallback(ctx: RuleContext): AlertingRule {
   const T = ctx.config.thresholds;
   const waits = (match?: { outcome: 'fallback' }) =>
-    `sum by (${ctx.by}) (rate(${ctx.series(METRICS.lockWaitSeconds, { series: 'count', match })}[10m]))`;
+    `sum by (${ctx.by}) (rate(${ctx.series(METRICS.lockWaitSeconds, { series: 'count', match })}[${SYMPTOM_WINDOWS.waitFallback}]))`;
   const name = 'HoldfastWaitFallbackRate';
   return ctx.alert({
     name,
@@ -119,9 +195,9 @@ function waitFallback(ctx: RuleContext): AlertingRule {
   });
 }
 
-/** A 2 m rate with a 5 m `for`: one leader election (seconds) cannot fire it, a leaderless backend does. */
+/** A 2 m rate (by default) with a 5 m `for`: one leader election (seconds) cannot fire it, a leaderless backend does. */
 function notLeader(ctx: RuleContext): AlertingRule {
-  const notLeaderRate = `sum by (${ctx.by}) (rate(${ctx.series(METRICS.lockAcquireSeconds, { series: 'count', match: { outcome: 'not_leader' } })}[2m]))`;
+  const notLeaderRate = `sum by (${ctx.by}) (rate(${ctx.series(METRICS.lockAcquireSeconds, { series: 'count', match: { outcome: 'not_leader' } })}[${ctx.config.thresholds.notLeaderWindow}]))`;
   const name = 'HoldfastNotLeaderAnswers';
   return ctx.alert({
     name,
@@ -141,7 +217,7 @@ function storeSlow(ctx: RuleContext): AlertingRule {
   return ctx.alert({
     name,
     action: 'ticket',
-    expr: `histogram_quantile(0.99, sum by (${ctx.by}, le) (rate(${buckets}[5m])))\n> ${T.storeWriteP99Seconds}`,
+    expr: `histogram_quantile(0.99, sum by (${ctx.by}, le) (rate(${buckets}[${SYMPTOM_WINDOWS.storeSlow}])))\n> ${T.storeWriteP99Seconds}`,
     summary: 'Holdfast store writes on the request path are slow.',
     description:
       `p99 latency of ${STORE_WRITE_OPS.join('/')} on backend {{ $labels.backend }} is {{ $value | humanizeDuration }} ` +
@@ -196,7 +272,7 @@ export function healthAlertGroup(ctx: RuleContext): RuleGroup {
   return {
     name: 'holdfast-health',
     rules: [
-      storeUnreachable(ctx),
+      ...storeUnreachable(ctx),
       sessionLossSpike(ctx),
       contentionExceeded(ctx),
       waitersPilingUp(ctx),

@@ -68,11 +68,18 @@ export function requireLabel(label: string, ...specs: MetricSpec[]): string {
   return label;
 }
 
-/** Prometheus duration for a number of seconds, in the largest exact unit. */
+/** Prometheus duration for a whole number of seconds, largest units first: 122 → `2m2s`, 2100 → `35m`. */
 export function promDuration(seconds: number): string {
+  if (!Number.isInteger(seconds) || seconds < 0) throw new Error(`not a whole number of seconds: ${seconds}`);
+  if (seconds === 0) return '0s';
   const units: [string, number][] = [['d', 86_400], ['h', 3_600], ['m', 60], ['s', 1]];
+  let rest = seconds;
+  let text = '';
   for (const [suffix, size] of units) {
-    if (seconds % size === 0) return `${seconds / size}${suffix}`;
+    if (rest >= size) {
+      text += `${Math.floor(rest / size)}${suffix}`;
+      rest %= size;
+    }
   }
-  throw new Error(`not a whole number of seconds: ${seconds}`);
+  return text;
 }

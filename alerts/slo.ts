@@ -5,7 +5,7 @@
  * The objective and the burn tiers come from the generator config.
  */
 import { METRICS, SLO_S1, type MetricSpec } from '../contract/metric-table.js';
-import { SEVERITY, type BurnTierConfig, type MonitoringConfig } from './config.js';
+import { SEVERITY, durationSeconds, type BurnTierConfig, type MonitoringConfig } from './config.js';
 import { valuesIn, type HistogramSeries } from './promql.js';
 
 /** One request kind S1 counts: L4 via the acquire histogram's count, L5 and L6 via counters. */
@@ -43,11 +43,6 @@ export interface BurnTier extends BurnTierConfig {
 
 const percent = (share: number) => `${Number((share * 100).toPrecision(6))}%`;
 
-function seconds(duration: string): number {
-  const size: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86400, w: 604800, y: 31536000 };
-  return [...duration.matchAll(/(\d+)(ms|[smhdwy])/g)].reduce((total, [, n, unit]) => total + Number(n) * size[unit!]!, 0);
-}
-
 export interface SloModel {
   readonly objective: number;
   /** Share of requests allowed to fail: 1 − objective, rounded so 0.999 gives 0.001 exactly. */
@@ -69,7 +64,7 @@ export function sloModel(config: MonitoringConfig): SloModel {
     objectivePercent: percent(config.slo.objective),
     budgetPercent: percent(errorBudget),
     burnTiers: config.slo.burnTiers.map((tier) => ({ ...tier, severity: SEVERITY[tier.action] })),
-    rateWindows: windows.sort((a, b) => seconds(a) - seconds(b)),
+    rateWindows: windows.sort((a, b) => durationSeconds(a) - durationSeconds(b)),
   };
 }
 

@@ -7,7 +7,7 @@ import { DashboardBuilder, RowBuilder } from '@grafana/grafana-foundation-sdk/da
 import { STORE_WRITE_OPS, groupingLabels, humanSeconds, type MonitoringConfig } from '../alerts/config.js';
 import { sloModel } from '../alerts/slo.js';
 import * as units from '@grafana/grafana-foundation-sdk/units';
-import { datasourceVariable, FILTER, labelVariable, stat, timeseries } from './panels.js';
+import { datasourceVariable, FILTER, labelVariable, stat, stateTimeline, timeseries } from './panels.js';
 import { METRICS, STORE_BAD_OUTCOMES, dashboardQueries, increaseOf, rateOf } from './queries.js';
 
 export const OVERVIEW_UID = 'holdfast-overview';
@@ -358,6 +358,26 @@ export function overviewDashboard(config: MonitoringConfig): DashboardBuilder {
       }),
     )
     .withRow(new RowBuilder('Store').id(104))
+    .withPanel(
+      stateTimeline(
+        {
+          id: 24,
+          title: 'Store health (server view)',
+          description:
+            'Each server\'s own view of its store (lock_store_up): up, or down while its store calls fail or outlive their timeout ' +
+            '(a store that accepts connections but never answers is down too). While down, that server answers lock requests 503 NOT_LEADER ' +
+            'at once and HoldfastStoreUnreachable pages. Every instance down: the store itself; one instance: its network path or ' +
+            'connection pool (runbooks/holdfast-store-unreachable.md).',
+          unit: units.Short,
+          queries: [{ expr: `min by (${by}, instance) (${server(METRICS.lockStoreUp)})`, legend: `${legend} {{instance}}` }],
+          steps: ['red', [1, 'green']],
+          width: 24,
+          height: 5,
+        },
+        'up',
+        'down',
+      ),
+    )
     .withPanel(
       timeseries(
         {

@@ -130,9 +130,14 @@ export function stat(spec: PanelSpec): StatPanelBuilder {
   return panel;
 }
 
-/** A state timeline of 0/1 series (e.g. `ALERTS`), 1 drawn as `text` in the last step's colour. */
-export function stateTimeline(spec: PanelSpec, onText: string): StateTimelinePanelBuilder {
+/**
+ * A state timeline of 0/1 series (e.g. `ALERTS`), 1 drawn as `onText` in the last step's colour and,
+ * when `offText` is given, 0 as `offText` in the first step's colour (else 0 shows only its colour).
+ */
+export function stateTimeline(spec: PanelSpec, onText: string, offText?: string): StateTimelinePanelBuilder {
   const onColor = spec.steps.length > 1 ? (spec.steps[spec.steps.length - 1] as readonly [number, string])[1] : spec.steps[0];
+  const texts: Record<string, { text: string; color: string; index: number }> = { '1': { text: onText, color: onColor, index: 0 } };
+  if (offText !== undefined) texts['0'] = { text: offText, color: spec.steps[0], index: 1 };
   return new StateTimelinePanelBuilder()
     .id(spec.id)
     .title(spec.title)
@@ -141,7 +146,7 @@ export function stateTimeline(spec: PanelSpec, onText: string): StateTimelinePan
     .targets(targets(spec.queries))
     .unit(spec.unit)
     .thresholds(thresholds(spec.steps))
-    .mappings([{ type: MappingType.ValueToText, options: { '1': { text: onText, color: onColor, index: 0 } } }])
+    .mappings([{ type: MappingType.ValueToText, options: texts }])
     .showValue(VisibilityMode.Never)
     .legend(legend())
     .span(spec.width)

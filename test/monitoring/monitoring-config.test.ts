@@ -19,7 +19,7 @@ import { addRules, tableCatalog } from './promql/catalog.js';
 import { parse } from './promql/parser.js';
 import { rules, type RuleEntry } from './sources.js';
 
-type Rule = { alert?: string; record?: string; expr: string; for?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+type Rule = { alert?: string; record?: string; expr: string; for?: string; keep_firing_for?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
 
 function rulesOf(config: MonitoringConfig): Rule[] {
   return Object.values(ruleFiles(config)).flatMap((text) => (parseYaml(text) as { groups: { rules: Rule[] }[] }).groups.flatMap((g) => g.rules));
@@ -152,7 +152,31 @@ describe('monitoring config', () => {
     const production = rulesOf(repoConfig());
     const variant = rulesOf(quick);
     expect(variant.map((r) => r.expr)).toEqual(production.map((r) => r.expr));
-    expect(new Set(variant.filter((r) => r.alert && r.for).map((r) => r.for))).toEqual(new Set(['2s', '3s']));
+    // The store-unreachable error share waits its window (2m) on top of the configured for.
+    const errorShare = (r: Rule) => r.alert === 'HoldfastStoreUnreachable' && r.labels?.signal === 'errors';
+    expect(new Set(variant.filter((r) => r.alert && r.for && !errorShare(r)).map((r) => r.for))).toEqual(new Set(['2s', '3s']));
+    expect(variant.filter(errorShare).map((r) => r.for)).toEqual(['2m2s']);
+  });
+
+  it('the store-unreachable root cause keeps firing until the windows of the pages it inhibits have emptied, derived from the config', () => {
+    const keeps = (config: MonitoringConfig) =>
+      rulesOf(config)
+        .filter((r) => r.alert === 'HoldfastStoreUnreachable')
+        .map((r) => `${r.labels!.signal}: ${r.keep_firing_for}`);
+    // Defaults: the fast-burn page tier's 30m short window is the longest a page reads, plus 5m to settle.
+    expect(keeps(repoConfig())).toEqual(['health: 35m', 'errors: 35m']);
+    // A fleet whose second page tier reads a 1h short window holds 1h5m; one with only a 5m page tier
+    // holds for the 10m ticket windows (session loss, wait fallback) plus 5m.
+    const tiers = DEFAULT_CONFIG.slo.burnTiers;
+    expect(keeps(resolveConfig({ slo: { burnTiers: [tiers[0], { ...tiers[1]!, short: '1h' }, tiers[2], tiers[3]] } }))).toEqual(['health: 1h5m', 'errors: 1h5m']);
+    expect(keeps(resolveConfig({ slo: { burnTiers: [tiers[0], tiers[2], tiers[3]] } }))).toEqual(['health: 15m', 'errors: 15m']);
+    expect(keeps(resolveConfig({ slo: { burnTiers: [tiers[0]] }, thresholds: { notLeaderWindow: '20m' } }))).toEqual(['health: 25m', 'errors: 25m']);
+    // An override wins, and its description says so; no other alert keeps firing.
+    const overridden = rulesOf(resolveConfig({ keepFiringFor: { HoldfastStoreUnreachable: '10m' } }));
+    expect(overridden.filter((r) => r.keep_firing_for).map((r) => `${r.alert}: ${r.keep_firing_for}`)).toEqual(['HoldfastStoreUnreachable: 10m', 'HoldfastStoreUnreachable: 10m']);
+    expect(overridden.find((r) => r.alert === 'HoldfastStoreUnreachable')!.annotations!.description).toContain('keeps firing for 10 minutes after the store is back');
+    expect(() => ruleFiles(resolveConfig({ keepFiringFor: { HoldfastStoreUnreachabel: '5m' } }))).toThrow(/"keepFiringFor" names no alert: HoldfastStoreUnreachabel/);
+    expect(() => resolveConfig({ keepFiringFor: { HoldfastStoreUnreachable: 'half an hour' } })).toThrow(/keepFiringFor\.HoldfastStoreUnreachable/);
   });
 });
 
@@ -160,6 +184,7 @@ describe('metric table HELP texts', () => {
   it('are plain words: no contract or route ids (C4, S1, L4, A3…)', () => {
     const withIds = METRIC_SPECS.filter((spec) => /\b[CSLA]\d\b/.test(spec.help)).map((spec) => `${spec.name}: ${spec.help}`);
     expect(withIds).toEqual([]);
-    expect(METRIC_SPECS.every((spec) => /^[A-Z].{20,}\.$/.test(spec.help))).toBe(true);
+    // A sentence: a capital or a number first (`lock_store_up`'s "1 while …"), a full stop last.
+    expect(METRIC_SPECS.filter((spec) => !/^[A-Z0-9].{20,}\.$/.test(spec.help)).map((spec) => spec.name)).toEqual([]);
   });
 });

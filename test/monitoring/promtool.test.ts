@@ -4,11 +4,14 @@
  * with a firing and a silent case.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { REPO_ROOT, alertingRules, alertNames, promtoolTestPaths, promtoolTests, ruleFilePaths } from './sources.js';
+import { STORE_OUTAGE_SYMPTOMS } from '../../alerts/alertmanager.js';
+import { STORE_UNREACHABLE_ALERT } from '../../alerts/health-alerts.js';
+import { SLOW_BURN_ALERT } from '../../alerts/slo-alerts.js';
+import { REPO_ROOT, alertingRules, alertNames, promtoolTestPaths, promtoolTests, read, ruleFilePaths } from './sources.js';
 
 function promtool(...args: string[]): { status: number | null; output: string } {
   const result = spawnSync('promtool', args, { cwd: REPO_ROOT, encoding: 'utf8', timeout: 290_000 });
@@ -17,6 +20,7 @@ function promtool(...args: string[]): { status: number | null; output: string } 
 }
 
 /** The Watchdog fires forever by design: a "silent" case would contradict its purpose. */
+const OUTAGE_TEST = 'alerts/tests/store-outage.test.yml';
 const ALWAYS_FIRING = new Set(['HoldfastWatchdog']);
 
 describe('promtool', () => {
@@ -88,4 +92,35 @@ describe('promtool', () => {
     );
     expect(unfired.map((rule) => rule.where)).toEqual([]);
   });
+
+  it('the store-outage test checks, at every minute of its 90, that no inhibited symptom fires without its root cause', () => {
+    const outage = promtoolTests().find(({ path }) => path === OUTAGE_TEST);
+    expect(outage, OUTAGE_TEST).toBeDefined();
+    const checks = outage!.file.tests.flatMap((test) => test.promql_expr_test ?? []);
+    const invariants = [...new Set(checks.map((check) => check.expr))];
+    expect(invariants).toHaveLength(1);
+    const [symptoms, rootCause] = [...invariants[0]!.matchAll(/alertname=~?"([^"]+)"/g)].map((match) => match[1]!);
+    // Every symptom the root cause inhibits; the slow-burn ticket is the accepted exception (it fires after the hold).
+    expect(symptoms!.split('|').sort()).toEqual(STORE_OUTAGE_SYMPTOMS.filter((name) => name !== SLOW_BURN_ALERT).sort());
+    expect(rootCause).toBe(STORE_UNREACHABLE_ALERT);
+    expect(invariants[0]).toMatch(/\bunless on \(backend\)\s/);
+    const minutes = checks.map((check) => check.eval_time);
+    expect(minutes).toEqual(Array.from({ length: 91 }, (_, minute) => `${minute}m`));
+    expect(checks.filter((check) => check.exp_samples?.length !== 0).map((check) => check.eval_time)).toEqual([]);
+  });
+
+  it('the store-outage test fails on rules whose root cause stops firing with the outage (the harness can fail)', () => {
+    // The rules as they were before keep_firing_for: the symptoms outlive the root cause after recovery.
+    const dir = join(scratch, 'without-keep');
+    mkdirSync(join(dir, 'tests'), { recursive: true });
+    for (const path of ruleFilePaths()) writeFileSync(join(dir, path.split('/').pop()!), read(path).replace(/^\s+keep_firing_for: .*\n/gm, ''));
+    writeFileSync(join(dir, 'tests', 'store-outage.test.yml'), read(OUTAGE_TEST));
+    const { status, output } = promtool('test', 'rules', join(dir, 'tests', 'store-outage.test.yml'));
+    expect(status).not.toBe(0);
+    // The invariant fails from the store's return: NOT_LEADER and the fast burn would page.
+    const violations = [...output.matchAll(/expr: "ALERTS[^\n]*time: (\d+)m,\n\s*exp: nil\n\s*got: ([^\n]*)/g)];
+    expect(violations.map((match) => Number(match[1]))).toContain(31);
+    expect(violations.find((match) => match[1] === '31')?.[2]).toMatch(/alertname="HoldfastNotLeaderAnswers"/);
+    expect(Math.max(...violations.map((match) => Number(match[1])))).toBe(59);
+  }, 120_000);
 });

@@ -20,6 +20,7 @@ export interface SourceExpr {
 export interface RuleEntry extends RuleLike {
   readonly where: string;
   readonly for?: string;
+  readonly keep_firing_for?: string;
   readonly annotations?: Record<string, string>;
   readonly group: string;
   readonly file: string;
@@ -41,7 +42,7 @@ export const ruleFilePaths = (): string[] => listFiles('alerts', '.rules.yml');
 interface RawGroup {
   name: string;
   interval?: string;
-  rules: (RuleLike & { for?: string; annotations?: Record<string, string> })[];
+  rules: (RuleLike & { for?: string; keep_firing_for?: string; annotations?: Record<string, string> })[];
 }
 
 /** Parsed once per test file: the YAML is large and the files do not change during a run. */
@@ -140,7 +141,7 @@ export interface PromtoolTestFile {
     interval?: string;
     input_series: { series: string; values: string }[];
     alert_rule_test?: { eval_time: string; alertname: string; exp_alerts?: { exp_labels?: Record<string, string> }[] }[];
-    promql_expr_test?: { expr: string; eval_time: string }[];
+    promql_expr_test?: { expr: string; eval_time: string; exp_samples?: { labels: string; value: number }[] }[];
   }[];
 }
 
