@@ -7,9 +7,9 @@
  *   exceeds the delay plus one estimated round trip — otherwise not granted.
  * - NOT_LEADER or no answer: retry after a short fixed floor (plus jitter), still
  *   inside the budget; when the budget runs out, throw NotLeaderError / TransportError.
- *   Once the server has answered NOT_LEADER during this acquire, running out on an
- *   unanswered attempt still throws NotLeaderError: what the server said explains the
- *   outage better than the attempt that happened to be last.
+ *   When the server's latest answer during this acquire was NOT_LEADER, running out on
+ *   an unanswered attempt still throws NotLeaderError: what the server said explains
+ *   the outage better than the attempt that happened to be last.
  * - SESSION_NOT_FOUND, or UNAUTHENTICATED (the server refuses the session's
  *   token): the session is unusable — SessionLostError.
  * - DEADLOCK_DETECTED: this wait closed a cycle; retrying while holding the same
@@ -122,6 +122,8 @@ export async function runAcquireLoop(p: AcquireLoopParams): Promise<AcquireLoopR
       timer.cancel();
     }
     p.rtt.observe(clock.now() - sentAt);
+    // Only the server's latest word explains a later silence.
+    if (answer.ok || answer.code !== 'NOT_LEADER') notLeader = undefined;
     if (answer.ok) {
       if ((await p.vet(answer.value, earliestUnanswered ?? sentAt)) === 'keep') {
         return { granted: true, grant: answer.value };

@@ -10,7 +10,7 @@
  *   their own (waitForRelease, subscribeReleases) and the audit chain stream.
  *
  * A call that outlives `callTimeoutMillis` (with no other call answered since it
- * was sent) turns the state down — a hung store
+ * was sent) makes the store suspect, and a ping that fails confirms it — a hung store
  * (connections accepted, nothing answered) looks like a refused one, and every
  * later request is answered at once — but the call itself is not abandoned: its
  * caller gets the store's own answer, bounded by the store's own timeouts
@@ -68,7 +68,13 @@ export function healthCheckedStore<S extends LockStore>(store: S, health: StoreH
         return Promise.reject(new NotLeaderError(`the ${store.backend} store is unreachable (${health.cause}); retry after it returns`));
       }
       const method = Reflect.get(store, property) as (...a: unknown[]) => Promise<unknown>;
-      return timed(method.apply(store, args), String(property));
+      let call: Promise<unknown>;
+      try {
+        call = method.apply(store, args);
+      } catch (error) {
+        call = Promise.reject(error);
+      }
+      return timed(call, String(property));
     };
     wrappers.set(property, wrapper);
     return wrapper;
@@ -81,6 +87,7 @@ export function healthCheckedStore<S extends LockStore>(store: S, health: StoreH
       () => health.failed(`the ${store.backend} store did not answer ${what} within ${timeoutMillis} ms`, successesAtSend),
       timeoutMillis,
     );
+    timer.unref(); // the call itself keeps the process alive while it matters
     return call.then(
       (value) => {
         clearTimeout(timer);

@@ -105,6 +105,7 @@ const POLL_FLOOR_MILLIS = 10;
 const FEED_RECHECK_MILLIS = 1000;
 /** Bounds the waits remembered for ending after an outage. */
 const MAX_UNENDED_WAITS = 10_000;
+const UNENDED_WAITS_AT_ONCE = 16;
 /** Ends a park's own timer and listener; one reason for all, so no DOMException (and stack) per park. */
 const WAIT_SETTLED = new Error('wait settled');
 
@@ -131,6 +132,7 @@ export class LockService {
   readonly fleet: FleetCoordinator | null;
   /** Waits whose end the store did not take (it was down): ended again when it returns. */
   private readonly unendedWaits = new Set<string>();
+  private endingUnendedWaits = false;
   private feedUp = false;
   private feedDownCause = 'release feed not started';
   private unsubscribeFeed: (() => void) | null = null;
@@ -145,7 +147,6 @@ export class LockService {
     this.clock = options.clock ?? systemClock;
     this.storeHealth = new StoreHealth(
       () => rawStore.ping(),
-      this.clock,
       {
         down: (fact) => {
           this.events.storeDown(fact);
@@ -154,7 +155,7 @@ export class LockService {
         },
         up: (fact) => {
           this.events.storeUp(fact);
-          this.endUnendedWaits();
+          void this.endUnendedWaits();
         },
       },
       options.storeHealth ?? DEFAULT_STORE_HEALTH,
@@ -323,6 +324,7 @@ export class LockService {
     let locks = 0;
     // Nothing to sweep that the store could confirm; the probe, not the sweeper, notices its return.
     if (!this.storeHealth.up) return { sessions, locks };
+    await this.endUnendedWaits();
     // The store's clock decides what lapsed. A session lapsing between the two phases keeps
     // its locks in the second (only lapsed lock TTLs go there) until the next pass ends it.
     // Bounded batches (session order, then key order, in the store) with a turn of the event
@@ -471,18 +473,40 @@ export class LockService {
     }
   }
 
+  /**
+   * Ends a recorded wait in the store. While the store is down the end is only remembered (sending it
+   * would hold a connection the heartbeats need); a failed end is remembered too. Remembered ends are
+   * sent when the store returns and by every sweep.
+   */
   private endWait(waitId: string): void {
-    this.fleetStore?.endWait(waitId).catch(() => {
-      if (this.unendedWaits.size >= MAX_UNENDED_WAITS) return; // the rest go with their sessions or instance
-      this.unendedWaits.add(waitId);
-    });
+    if (!this.fleetStore) return;
+    if (!this.storeHealth.up) {
+      this.rememberUnendedWait(waitId);
+      return;
+    }
+    this.fleetStore.endWait(waitId).catch(() => this.rememberUnendedWait(waitId));
   }
 
-  /** After an outage: end the waits whose end the store did not take. */
-  private endUnendedWaits(): void {
-    const waits = [...this.unendedWaits];
-    this.unendedWaits.clear();
-    for (const waitId of waits) this.endWait(waitId);
+  private rememberUnendedWait(waitId: string): void {
+    // Past the cap, the rest go with their sessions or this instance.
+    if (this.unendedWaits.size < MAX_UNENDED_WAITS) this.unendedWaits.add(waitId);
+  }
+
+  /** Sends the remembered wait ends, a few at a time so client traffic is not queued behind them. */
+  private async endUnendedWaits(): Promise<void> {
+    if (!this.fleetStore || this.endingUnendedWaits) return;
+    this.endingUnendedWaits = true;
+    try {
+      while (this.unendedWaits.size > 0 && this.storeHealth.up) {
+        const batch = [...this.unendedWaits].slice(0, UNENDED_WAITS_AT_ONCE);
+        for (const waitId of batch) this.unendedWaits.delete(waitId);
+        const fleet = this.fleetStore;
+        await Promise.all(batch.map((waitId) => fleet.endWait(waitId).catch(() => this.rememberUnendedWait(waitId))));
+        if (this.unendedWaits.size > 0 && batch.every((waitId) => this.unendedWaits.has(waitId))) break; // still failing: next sweep
+      }
+    } finally {
+      this.endingUnendedWaits = false;
+    }
   }
 
   /** Without `ttlMillis` the grant keeps its own TTL. */

@@ -1,25 +1,23 @@
 /**
  * This server's one view of its store's health (issue 20).
  *
- * Fed by the outcome of every store call (health-checked-store.ts): a call that
- * fails as unreachable (NotLeaderError) or outlives its timeout turns the state
- * down; any call that succeeds turns it up. While down, a background probe
- * (the store's ping) runs every `probeIntervalMillis`, so the state comes back
- * within one interval (plus a ping) of the store's return, even when no request
- * arrives.
+ * Fed by the outcome of every store call (health-checked-store.ts). A call that
+ * fails as unreachable (NotLeaderError) or outlives its timeout makes the store
+ * suspect; one ping confirms it: if the ping fails or outlives the probe timeout,
+ * the state turns down. While down, a probe pings the store every
+ * `probeIntervalMillis`, and the first ping that answers turns it up, so service
+ * returns within about one interval (plus a ping) of the store's return, even when
+ * no request arrives.
  *
- * Why one failure is enough to go down: a refused or hung store fails every
- * call, and waiting for N of them costs every caller N connect timeouts. But a
- * failure counts only when no call has succeeded since the failed one was sent:
- * a store that answers other calls meanwhile is busy (a queue behind one slow
- * statement, PGlite's single connection on a loaded machine), not down. And a
- * spurious failure costs little: the first probe runs at once, so a store that
- * still answers is up again within one ping.
+ * Why a suspicion is confirmed rather than counted: a single failure is also what a
+ * busy store looks like (a queue behind one slow statement, PGlite's one connection
+ * on a loaded machine, etcd writers racing, an event-loop stall that fires a timer
+ * before the reply is read). A failure after which another call succeeded is not
+ * even a suspicion. And why only a ping turns the state up: some calls can be
+ * answered without a round trip (etcd's session cache), which proves nothing.
  */
-import type { Clock } from './clock.js';
-
 export interface StoreHealthOptions {
-  /** A store call unanswered after this counts as failed (and is answered 503). */
+  /** A store call unanswered after this makes the store suspect (its caller still gets the store's answer). */
   callTimeoutMillis: number;
   /** While down, how often the probe pings the store. */
   probeIntervalMillis: number;
@@ -35,22 +33,31 @@ export interface StoreHealthListener {
 }
 
 /**
- * The probe gives up sooner than a request would: it runs again at once, and a ping stuck on a
+ * A ping gives up sooner than a request would: the next one starts at once, and a ping stuck on a
  * connection the outage broke must not hold recovery back for a whole call timeout.
  */
 const PROBE_TIMEOUT_FLOOR_MILLIS = 250;
+/**
+ * Pings still unanswered (each may hold a pool slot until the store's own timeout, ~2 s on PostgreSQL):
+ * no more than this. A ping every ~300 ms keeps about six in flight against a black hole, so the cap
+ * rarely waits, and when it does the oldest ping is about to end on the store's own timeout.
+ */
+const MAX_PINGS_IN_FLIGHT = 6;
 
 export class StoreHealth {
   private downSince: number | null = null;
-  private successCount = 0;
   private downCause = '';
+  private successCount = 0;
+  /** Bumped whenever the state turns down: a ping recovers only the outage it was sent in. */
+  private outage = 0;
+  private confirming = false;
   private probing = false;
+  private pingsInFlight = 0;
   private stopped = false;
-  private readonly stopSignal = new AbortController();
+  private wake: (() => void) | null = null;
 
   constructor(
     private readonly ping: () => Promise<void>,
-    private readonly clock: Clock,
     private readonly listener: StoreHealthListener,
     readonly options: StoreHealthOptions = DEFAULT_STORE_HEALTH,
   ) {}
@@ -69,69 +76,120 @@ export class StoreHealth {
     return this.successCount;
   }
 
-  succeeded(): void {
-    this.successCount++;
-    if (this.downSince === null) return;
-    const downMillis = Math.max(0, this.clock.now() - this.downSince);
-    this.downSince = null;
-    this.downCause = '';
-    this.listener.up({ downMillis });
-  }
-
-  /** `successesAtSend`: `successes` when the failed call was sent; a success since then means the store answers. */
-  failed(cause: string, successesAtSend?: number): void {
-    if (this.downSince !== null || this.stopped) return;
-    if (successesAtSend !== undefined && this.successCount > successesAtSend) return;
-    this.downSince = this.clock.now();
-    this.downCause = cause;
-    this.listener.down({ cause });
-    void this.probeUntilUp();
-  }
-
-  /** How long a probe may take before the next one starts. */
   get probeTimeoutMillis(): number {
     return Math.min(this.options.callTimeoutMillis, Math.max(PROBE_TIMEOUT_FLOOR_MILLIS, 3 * this.options.probeIntervalMillis));
   }
 
-  stop(): void {
-    this.stopped = true;
-    this.stopSignal.abort(new Error('store health stopped'));
+  /** A store call answered (it does not turn the state up: only a ping does). */
+  succeeded(): void {
+    this.successCount++;
   }
 
-  /** One probe loop at a time; the first ping at once, then one per interval until a call succeeds. */
+  /**
+   * A call failed as unreachable or outlived its timeout. `successesAtSend`: `successes` when it was
+   * sent; a success since then means the store answers, so this says nothing.
+   */
+  failed(cause: string, successesAtSend?: number): void {
+    if (!this.up || this.stopped || this.confirming) return;
+    if (successesAtSend !== undefined && this.successCount > successesAtSend) return;
+    this.confirming = true;
+    void this.pingOnce()
+      .then((answered) => {
+        if (!answered) this.turnDown(cause);
+      })
+      .finally(() => {
+        this.confirming = false;
+      });
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.wake?.();
+  }
+
+  private turnDown(cause: string): void {
+    if (!this.up || this.stopped) return;
+    this.downSince = performance.now();
+    this.downCause = cause;
+    this.outage++;
+    this.notify(() => this.listener.down({ cause }));
+    void this.probeUntilUp();
+  }
+
+  private turnUp(outage: number): void {
+    if (this.up || this.stopped || outage !== this.outage) return;
+    const downMillis = Math.max(0, Math.round(performance.now() - this.downSince!));
+    this.downSince = null;
+    this.downCause = '';
+    this.notify(() => this.listener.up({ downMillis }));
+  }
+
+  /** One probe loop at a time: a ping at once, then one per interval until one answers. */
   private async probeUntilUp(): Promise<void> {
     if (this.probing) return;
     this.probing = true;
     try {
       while (!this.up && !this.stopped) {
-        const started = this.clock.now();
-        const answered = await this.probeOnce();
-        if (answered) this.succeeded();
+        const started = performance.now();
+        const outage = this.outage;
+        if (this.pingsInFlight < MAX_PINGS_IN_FLIGHT && (await this.pingOnce())) this.turnUp(outage);
         if (this.up || this.stopped) break;
-        const rest = this.options.probeIntervalMillis - (this.clock.now() - started);
-        if (rest > 0) await this.clock.sleep(rest, this.stopSignal.signal).catch(() => {});
+        await this.pause(Math.min(this.options.probeIntervalMillis, this.options.probeIntervalMillis - (performance.now() - started)));
       }
     } finally {
       this.probing = false;
     }
   }
 
-  private async probeOnce(): Promise<boolean> {
-    const gaveUp = new AbortController();
-    const signal = AbortSignal.any([gaveUp.signal, this.stopSignal.signal]);
+  /**
+   * True when the store answered a ping within the probe timeout. A ping that answers later still
+   * ends the outage it was sent in (it proves the store answers), without holding the loop.
+   */
+  private pingOnce(): Promise<boolean> {
+    const outage = this.outage;
+    this.pingsInFlight++;
+    const answered = Promise.resolve()
+      .then(() => this.ping())
+      .then(
+        () => true,
+        () => false,
+      )
+      .finally(() => {
+        this.pingsInFlight--;
+      });
+    void answered.then((ok) => {
+      if (ok) this.turnUp(outage);
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const gaveUp = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), this.probeTimeoutMillis);
+      timer.unref();
+    });
+    return Promise.race([answered, gaveUp]).finally(() => clearTimeout(timer));
+  }
+
+  private pause(millis: number): Promise<void> {
+    if (millis <= 0) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        this.wake = null;
+        resolve();
+      }, millis);
+      timer.unref();
+      this.wake = () => {
+        clearTimeout(timer);
+        this.wake = null;
+        resolve();
+      };
+    });
+  }
+
+  /** A listener that throws must not break a store call or the probe. */
+  private notify(report: () => void): void {
     try {
-      return await Promise.race([
-        this.ping().then(
-          () => true,
-          () => false,
-        ),
-        this.clock.sleep(this.probeTimeoutMillis, signal).then(
-          () => false,
-          () => false,
-        ),
-      ]);
-    } finally {
-      gaveUp.abort();
+      report();
+    } catch {
+      // The listener's own problem; the state has changed either way.
     }
   }
 }

@@ -35,6 +35,7 @@ export interface OutageReport {
   firstWorkloadGrantMillis: number | undefined;
   /** The server said it was down at some point (lock_store_up 0 was read). */
   sawDown: boolean;
+  keeper: string;
   keptBefore: { fencingToken: string };
   keptAfter: { held: boolean; sessionId?: string; fencingToken?: string };
   renewAfterStatus: number;
@@ -142,6 +143,7 @@ export async function runStoreOutage(options: {
       firstProbeGrantMillis,
       firstWorkloadGrantMillis,
       sawDown,
+      keeper,
       keptBefore,
       keptAfter,
       renewAfterStatus,
@@ -252,13 +254,16 @@ export function expectOutageHandled(
   expect(report.gauge).toEqual({ whileDown: false, after: true });
   expect(report.firstProbeGrantMillis).toBeDefined();
   expect(report.firstProbeGrantMillis!).toBeLessThanOrEqual(1000);
+  // The SDK workload resumes by itself (its retry backoff after 503s; ~0.1–0.7 s measured), bounded at 10 s.
   expect(report.firstWorkloadGrantMillis).toBeDefined();
-  expect(report.keptAfter).toMatchObject({ held: true, fencingToken: report.keptBefore.fencingToken });
+  expect(report.firstWorkloadGrantMillis!).toBeLessThanOrEqual(10_000);
+  // No probe L4 hangs: before the server sees the outage one waits at most for the store's own timeouts (~2 s).
+  expect(report.slowestMillis).toBeLessThan(20_000);
+  expect(report.keptAfter).toMatchObject({ held: true, sessionId: report.keeper, fencingToken: report.keptBefore.fencingToken });
   expect(report.renewAfterStatus).toBe(200);
-  // A single request may still go unanswered within the SDK's own timeout on a starved machine (the
-  // SDK retries it); what callers see is the SDK's error, checked here.
+  const answered = unansweredBeforeDetection === 'allowed' ? / (200|201|204|409|503|failed)$/ : / (200|201|204|409|503)$/;
   const sdkErrors = unansweredBeforeDetection === 'allowed' ? /^(NotLeaderError|TransportError)/ : /^NotLeaderError/;
-  expect([...report.workload.requests.keys()].filter((k) => !/ (200|201|204|409|503|failed)$/.test(k))).toEqual([]);
+  expect([...report.workload.requests.keys()].filter((k) => !answered.test(k))).toEqual([]);
   expect([...report.workload.errors.keys()].filter((e) => !sdkErrors.test(e))).toEqual([]);
   expect(report.workload.recorder.rejected).toEqual([]);
   expect(report.workload.overlaps()).toEqual([]);

@@ -8,7 +8,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { LockEvents } from '../../contract/lock-events.js';
 import { LockService } from '../../lock/core/lock-service.js';
-import { systemClock } from '../../lock/core/clock.js';
 import { hashSessionToken } from '../../lock/core/session-token.js';
 import { StoreHealth } from '../../lock/core/store-health.js';
 import { NotLeaderError } from '../../lock/errors.js';
@@ -150,10 +149,12 @@ describe.each<Mode>(['refuse', 'hang'])('a store that starts to %s', (mode) => {
     // Sent to the store although it is counted down: either may save a session or a lock.
     expect(inner.count('heartbeat')).toBe(heartbeats + 1);
     expect(inner.count('renew')).toBe(renewals + 1);
-    expect(inner.count('ping')).toBeGreaterThan(0); // the probe runs while down
+    const pings = inner.count('ping');
+    while (inner.count('ping') < pings + 2) await new Promise((r) => setTimeout(r, 5)); // the probe keeps pinging while down
+    expect(service.storeHealth.up).toBe(false);
 
     const up = recorded.nextUp();
-    inner.state.mode = 'ok';
+    inner.state.resume(); // the store answers again (hung calls end, as the store's own timeouts end them)
     await up;
     expect(service.storeHealth.up).toBe(true);
     expect(recorded.facts).toEqual(['down', 'up']);
@@ -171,10 +172,16 @@ it('a parked wait is answered NotLeaderError when the store goes down, not at it
   const triesBefore = inner.count('tryAcquire');
   const wait = service.acquire({ key: key('held'), session: waiting, ttlMillis: 10_000, waitMillis: 600_000 }, { requestId: 't' }).catch((e: unknown) => e);
   // Recorded in the store's fleet-wide wait state (its 10-minute deadline is far off).
-  while (service.waiters.count(key('held')) === 0 || inner.count('tryAcquire') === triesBefore) await new Promise((r) => setImmediate(r));
+  while (service.waiters.count(key('held')) === 0 || inner.count('tryAcquire') === triesBefore) await new Promise((r) => setTimeout(r, 5));
   while ((await service.readLock(key('held'))).waiterCount !== 1) await new Promise((r) => setTimeout(r, 5));
+  const down = recorded.nextDown();
   inner.state.mode = 'refuse';
-  await service.heartbeat(credential).catch(() => {}); // any failed call turns the state down
+  // A failed call makes the store suspect and the refused ping turns it down (a call answered in
+  // between would make that failure no suspicion: then the next heartbeat's failure is one).
+  while (service.storeHealth.up) {
+    await service.heartbeat(credential).catch(() => {});
+    await Promise.race([down, new Promise((r) => setTimeout(r, 20))]);
+  }
   expect(await wait).toBeInstanceOf(NotLeaderError);
   expect(service.waiters.count(key('held'))).toBe(0);
 
@@ -186,17 +193,49 @@ it('a parked wait is answered NotLeaderError when the store goes down, not at it
   expect((await service.readLock(key('held'))).waiterCount).toBe(0);
 });
 
-describe('StoreHealth: what counts as down', () => {
+describe('StoreHealth: what counts as down and up', () => {
   const quiet = { down: () => {}, up: () => {} };
-  it('a failure counts only when no call has succeeded since the failed one was sent (a busy store is not a down one)', () => {
-    const health = new StoreHealth(() => new Promise(() => {}), systemClock, quiet, { callTimeoutMillis: 1000, probeIntervalMillis: 50 });
+  const until = async (condition: () => boolean) => {
+    while (!condition()) await new Promise((r) => setTimeout(r, 5));
+  };
+
+  it('a failure after which another call succeeded is not even a suspicion (a busy store is not a down one)', () => {
+    let pings = 0;
+    const health = new StoreHealth(async () => void pings++, quiet, { callTimeoutMillis: 1000, probeIntervalMillis: 50 });
     const slowCallSent = health.successes;
     health.succeeded(); // another call answered meanwhile
     health.failed('slow call outlived its timeout', slowCallSent);
     expect(health.up).toBe(true);
-    health.failed('this call failed and nothing answered since it was sent', health.successes);
+    expect(pings).toBe(0);
+    health.stop();
+  });
+
+  it('a suspicion is confirmed by one ping: a store that answers it stays up, one that does not turns down', async () => {
+    let answers = true;
+    let pings = 0;
+    const ping = async () => {
+      pings++;
+      if (!answers) throw new Error('connect ECONNREFUSED');
+    };
+    const health = new StoreHealth(ping, quiet, { callTimeoutMillis: 1000, probeIntervalMillis: 20 });
+    health.failed('one statement timed out', health.successes);
+    await until(() => pings === 1);
+    await new Promise((r) => setImmediate(r));
+    expect(health.up).toBe(true);
+
+    answers = false;
+    await until(() => !(health as unknown as { confirming: boolean }).confirming);
+    health.failed('refused', health.successes);
+    await until(() => !health.up);
+    expect(health.cause).toBe('refused');
+    // Only a ping brings it back: calls answered from a cache prove nothing.
+    health.succeeded();
     expect(health.up).toBe(false);
-    expect(health.cause).toContain('nothing answered');
+    const pingsWhileDown = pings;
+    await until(() => pings >= pingsWhileDown + 2); // the probe keeps pinging while down
+    expect(health.up).toBe(false);
+    answers = true;
+    await until(() => health.up);
     health.stop();
   });
 });
