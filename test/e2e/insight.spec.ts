@@ -54,7 +54,7 @@ async function figure(page: Page, id: string): Promise<string> {
   return (await page.getByTestId(`${id}-value`).textContent()) ?? '';
 }
 
-test('overview truth: waiters, contention and session loss equal the workload, within the refresh interval', async ({ page }) => {
+test('overview truth: waiters, contention and session loss equal the workload once the console has refreshed', async ({ page }) => {
   test.setTimeout(120_000);
   await signInWithForm(page, e2e.operatorToken, stack.consoleUrl);
   // Nothing has waited, been contended or lost yet on this server.

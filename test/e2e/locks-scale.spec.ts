@@ -119,7 +119,8 @@ test('with 10,000 held locks the first page shows quickly and every request is o
   const seen = recordLockRequests(page);
   const started = Date.now();
   await page.goto('/locks');
-  await expect(page.locator('[data-testid="lock-row"]').first()).toBeVisible();
+  // 1.7 s measured at load average 10 (printed); the wait allows ≥ 10× that, the figure is what is reported.
+  await expect(page.locator('[data-testid="lock-row"]').first()).toBeVisible({ timeout: 30_000 });
   const firstPageMillis = Date.now() - started;
   await expect(page.locator('[data-testid="lock-row"]')).toHaveCount(50);
   console.log(`[figure] locks page with ${summary.body.heldLocks} held locks: first page visible ${firstPageMillis} ms after navigation`);
@@ -129,7 +130,7 @@ test('with 10,000 held locks the first page shows quickly and every request is o
   // Search among the 10,000 still answers with one page.
   const searchStarted = Date.now();
   await page.getByTestId('prefix-input').fill(`${bulkPrefix}b-00499`);
-  await expect(page.locator('[data-testid="lock-row"]')).toHaveCount(10);
+  await expect(page.locator('[data-testid="lock-row"]')).toHaveCount(10, { timeout: 30_000 });
   console.log(`[figure] prefix search among 10,000: rows shown ${Date.now() - searchStarted} ms after typing (includes 300 ms debounce)`);
 
   expect(seen.length).toBeGreaterThan(0);
