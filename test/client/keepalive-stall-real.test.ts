@@ -47,8 +47,11 @@ describe('a stalled keep-alive request over a real connection', () => {
     const renewals = proxy.requests.filter((r) => r.includes('/renew'));
     console.log(`stall: ${proxy.stalled.length} frozen; ${heartbeats.length} heartbeats, ${renewals.length} renewals sent through the proxy`);
     expect(proxy.stalled).toHaveLength(2);
-    expect(heartbeats.length).toBeGreaterThanOrEqual(3); // the frozen one, its retry, and later ones
-    expect(renewals.length).toBeGreaterThanOrEqual(4);
+    // Whatever the machine's pace: the frozen heartbeat and its retry (the session outlived its 15 s TTL), and the
+    // frozen renewal and at least two more (the lock outlived 20 s on a 9 s conservative deadline). A quiet run sends
+    // 5 and 7; the SDK's cadence itself is checked on the simulated clock.
+    expect(heartbeats.length).toBeGreaterThanOrEqual(2);
+    expect(renewals.length).toBeGreaterThanOrEqual(3);
     expect(outcome!.lost).toBe(false);
     expect(outcome!.info).toMatchObject({ held: true, sessionId: session.sessionId, fencingToken: outcome!.token });
     expect(session.lost).toBe(false);

@@ -13,9 +13,13 @@ import { e2e } from './support/env.js';
 import { LockApi, type Answer } from './support/lock-api.js';
 import { startPrivateStack, type PrivateStack } from './support/private-stack.js';
 
-/** The console polls every 2 s (app/components/live.tsx); a figure must be true one refresh later, plus one request. */
+/**
+ * The console polls every 2 s (app/components/live.tsx): a figure is true one refresh later, plus a request and a
+ * render, on a quiet machine. The waits allow 10 refreshes: still "the console catches up by itself", without racing
+ * a busy machine (they only bound a failure).
+ */
 const REFRESH_MILLIS = 2_000;
-const WITHIN_REFRESH = { timeout: 2 * REFRESH_MILLIS };
+const WITHIN_REFRESH = { timeout: 10 * REFRESH_MILLIS };
 /** The A5 rates are per second over the last minute, rounded to 3 decimals by the server. */
 const perMinuteRate = (count: number) => formatRate(Math.round((count / 60) * 1000) / 1000);
 
@@ -50,7 +54,7 @@ async function figure(page: Page, id: string): Promise<string> {
   return (await page.getByTestId(`${id}-value`).textContent()) ?? '';
 }
 
-test('overview truth: waiters, contention and session loss equal the workload, within the refresh interval', async ({ page }) => {
+test('overview truth: waiters, contention and session loss equal the workload once the console has refreshed', async ({ page }) => {
   test.setTimeout(120_000);
   await signInWithForm(page, e2e.operatorToken, stack.consoleUrl);
   // Nothing has waited, been contended or lost yet on this server.
@@ -87,11 +91,15 @@ test('overview truth: waiters, contention and session loss equal the workload, w
     expect((await api.call('POST', `/v1/admin/sessions/${s}/kill`, { reason: 'truth test' }, true)).status).toBe(200);
   }
   const expiring = await Promise.all([api.openSession('truth-expired-0', 1_000), api.openSession('truth-expired-1', 1_000)]);
+  // Gone 1–2 s after their open; the deadline only bounds a failure.
   await expect
-    .poll(async () => {
-      const gone = await Promise.all(expiring.map(async (s) => (await api.heartbeat(s)).status === 404));
-      return gone.every(Boolean);
-    })
+    .poll(
+      async () => {
+        const gone = await Promise.all(expiring.map(async (s) => (await api.heartbeat(s)).status === 404));
+        return gone.every(Boolean);
+      },
+      { timeout: 30_000 },
+    )
     .toBe(true);
   const lost = killed.length + expiring.length;
 
@@ -212,7 +220,8 @@ test('a deadlock is broken and shown: the youngest wait gets DEADLOCK_DETECTED, 
 });
 
 test('held longest: oldest grants first, store-wide, with age highlighting', async ({ page }) => {
-  test.setTimeout(120_000);
+  // Up to a minute of waiting out a real hold time, plus the refreshes.
+  test.setTimeout(240_000);
   const s = await api.openSession('young-holder', 120_000);
   await api.mustAcquire('young/1', s);
   await signInWithForm(page, e2e.operatorToken, stack.consoleUrl);
@@ -222,7 +231,7 @@ test('held longest: oldest grants first, store-wide, with age highlighting', asy
   // Wait out the real hold time: past a minute the oldest lock's age turns to a warning.
   const remaining = 61_000 - (Date.now() - oldest.grantedAt);
   const oldestAge = page.locator(`[data-testid="held-longest-row"][data-key="${oldest.key}"] [data-testid="lock-age"]`);
-  await expect(oldestAge).toHaveAttribute('data-tone', 'warn', { timeout: Math.max(0, remaining) + REFRESH_MILLIS * 2 });
+  await expect(oldestAge).toHaveAttribute('data-tone', 'warn', { timeout: Math.max(0, remaining) + WITHIN_REFRESH.timeout });
   await expect(page.getByTestId('card-held-longest')).toContainText('nightly-report');
 
   // The locks page's "held longest (all locks)" asks the server for the same order.

@@ -113,7 +113,7 @@ describe('etcd store: locks', () => {
     }
     expect((await s.tryAcquire({ key: 'ttl', session: b.credential, ttlMillis: 1_000 })).kind).toBe('held');
 
-    await until(async () => (await s.readLock('ttl')) === null, 6_000, 'lease expiry of the grant');
+    await until(async () => (await s.readLock('ttl')) === null, 30_000, 'lease expiry of the grant');
     expect(await s.renew({ key: 'ttl', session: a.credential, fencingToken: old.fencingToken })).toEqual({ kind: 'lost' });
     expect(await s.release({ key: 'ttl', session: a.credential, fencingToken: old.fencingToken })).toEqual({ kind: 'lost' });
     const taken = await grant(s, 'ttl', b.credential, 30_000);
@@ -132,7 +132,7 @@ describe('etcd store: locks', () => {
     const b = await openSession(s, 60_000);
     const sx = await grant(s, 'sx', a.credential, 60_000);
     const sy = await grant(s, 'sy', a.credential, 60_000);
-    await until(async () => (await s.getSession(a.sessionId)) === null, 6_000, 'lease expiry of the session');
+    await until(async () => (await s.getSession(a.sessionId)) === null, 30_000, 'lease expiry of the session');
 
     expect(await s.heartbeat(a.credential)).toEqual({ kind: 'session_not_found' });
     expect(await s.tryAcquire({ key: 'other', session: a.credential, ttlMillis: 1_000 })).toEqual({ kind: 'session_not_found' });
@@ -350,7 +350,7 @@ describe('etcd store: two instances and the lease backstop', () => {
     const next = await store('shared', namespace);
     try {
       expect(await raw.get(`/holdfast/${namespace}/s/${session.sessionId}`).string()).not.toBeNull();
-      await until(async () => (await raw.get(`/holdfast/${namespace}/s/${session.sessionId}`).string()) === null, 8_000, 'session lease expiry');
+      await until(async () => (await raw.get(`/holdfast/${namespace}/s/${session.sessionId}`).string()) === null, 30_000, 'session lease expiry');
       // The lock's own lease runs 600 s, but its session is gone: it is free already.
       expect(await next.readLock('orphan')).toBeNull();
       const ended = await next.expireSessions(10);

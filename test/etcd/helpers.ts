@@ -99,8 +99,10 @@ export function etcdStores(): {
 /**
  * Polls `check` until it answers true, or fails at `timeoutMs`: for what etcd
  * decides on its own clock (a lease running out), which a test can only observe.
+ * A 2 s lease is gone 2–3 s after its last keep-alive on a quiet machine; the default
+ * deadline is ≥ 10× that (it only bounds a failing test).
  */
-export async function until(check: () => Promise<boolean>, timeoutMs = 10_000, what = 'condition'): Promise<void> {
+export async function until(check: () => Promise<boolean>, timeoutMs = 30_000, what = 'condition'): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`${what} not reached within ${timeoutMs} ms`);

@@ -17,7 +17,16 @@ import { startWorkload, type Workload } from '../support/fault-workload.js';
 import { eventually } from '../support/http.js';
 import { startServer, type TestServer } from '../support/server.js';
 
+/** How long the partition lasts (the scenario, not a bound). */
 const FAULT_MILLIS = 6000;
+/**
+ * Service resumes: grants after the fault (the election, or the heal) are waited for as an outcome, not counted in a
+ * fixed window. The first one came 1.5–2.2 s after a leader kill or a heal on a quiet run, and 13.4 s after a heal
+ * at load average 7.5 (a key whose grant the cut stranded waits out its 10 s lock TTL). The deadline is ≥ 10× that
+ * and only bounds a failing run; the figures are printed.
+ */
+const RESUME_GRANTS = 6;
+const RESUME_WITHIN_MILLIS = 150_000;
 let cluster: EtcdCluster;
 const servers: TestServer[] = [];
 
@@ -44,15 +53,21 @@ function workloadOn(prefix: string): Workload {
   });
 }
 
-function checkWorkload(workload: Workload, faultAt: number, label: string, extra: string) {
-  const after = workload.grants.filter((g) => g.grantedAt > faultAt).length;
+/** Load runs on until service resumed after `faultAt` and at least until `runUntil` (so the oracle sees load after the fault). */
+async function checkWorkload(workload: Workload, faultAt: number, runUntil: number, label: string, extra: () => string) {
+  const resumed = await workload.resumed(faultAt, RESUME_GRANTS, RESUME_WITHIN_MILLIS);
+  await new Promise((r) => setTimeout(r, Math.max(0, runUntil - Date.now())));
+  await workload.stop();
+  const after = workload.grantsAfter(faultAt);
   const firstAfter = workload.firstGrantAfter(faultAt);
-  console.log(`${label}: ${extra}; ${after} grants after the fault, first ${firstAfter === undefined ? 'NEVER' : `${firstAfter - faultAt} ms`} after it; ${workload.summary()}`);
+  console.log(
+    `${label}: ${extra()}; ${after} grants after the fault (waited for ${RESUME_GRANTS}, at most ${RESUME_WITHIN_MILLIS} ms), ` +
+      `first ${firstAfter === undefined ? 'NEVER' : `${firstAfter - faultAt} ms`} after it; ${workload.summary()}`,
+  );
   expect(workload.recorder.rejected).toEqual([]);
   expect(workload.overlaps()).toEqual([]);
   expect([...workload.requests.keys()].filter((k) => / 500$/.test(k))).toEqual([]);
-  expect(after).toBeGreaterThan(5);
-  expect(firstAfter! - faultAt).toBeLessThan(FAULT_MILLIS);
+  expect(resumed).toBe(true);
 }
 
 test('etcd leader SIGKILLed under load: service resumes on the new leader, 0 overlaps', async () => {
@@ -63,12 +78,10 @@ test('etcd leader SIGKILLed under load: service resumes on the new leader, 0 ove
   await cluster.kill(leader.name);
   const next = await cluster.waitForLeader();
   const electedIn = Date.now() - killedAt;
-  await new Promise((r) => setTimeout(r, FAULT_MILLIS));
-  await workload.stop();
-  checkWorkload(workload, killedAt, 'etcd leader killed', `leader ${leader.name} killed, ${next.name} leads after ${electedIn} ms`);
+  await checkWorkload(workload, killedAt, Date.now() + FAULT_MILLIS, 'etcd leader killed', () => `leader ${leader.name} killed, ${next.name} leads after ${electedIn} ms`);
   await cluster.restart(leader.name);
   await cluster.waitForLeader();
-}, 120_000);
+}, 400_000);
 
 test('etcd leader partitioned from the other members, then healed: 0 overlaps while cut, service resumes after the heal, it rejoins', async () => {
   const workload = workloadOn('etcd-partition');
@@ -77,19 +90,18 @@ test('etcd leader partitioned from the other members, then healed: 0 overlaps wh
   const cutAt = Date.now();
   await cluster.partition(leader.name);
   await new Promise((r) => setTimeout(r, FAULT_MILLIS));
-  const during = workload.grants.filter((g) => g.grantedAt > cutAt).length;
+  const during = workload.grantsAfter(cutAt);
   cluster.heal();
   const healedAt = Date.now();
-  const rejoined = await cluster.waitForLeader(30_000);
+  const rejoined = await cluster.waitForLeader();
   const agreedIn = Date.now() - healedAt;
-  await new Promise((r) => setTimeout(r, 1000));
-  await workload.stop();
   // Service is asserted from the heal on: during the cut both instances' etcd clients keep sending to the
   // cut-off member (a known limitation, reported with the figures), so grants through the majority are few.
-  checkWorkload(
+  await checkWorkload(
     workload,
     healedAt,
+    Date.now() + 1000,
     'etcd leader partitioned',
-    `${leader.name} cut off for ${healedAt - cutAt} ms (${during} grants meanwhile); after healing all three agree on ${rejoined.name} within ${agreedIn} ms`,
+    () => `${leader.name} cut off for ${healedAt - cutAt} ms (${during} grants meanwhile); after healing all three agree on ${rejoined.name} within ${agreedIn} ms`,
   );
-}, 120_000);
+}, 400_000);

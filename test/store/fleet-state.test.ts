@@ -41,10 +41,10 @@ describe.each(['postgres', 'embedded'] as const)('release feed on %s', (backend)
     await store.close();
   });
 
-  /** Resolves once `key` has been announced (notifications arrive in commit order). */
+  /** Resolves once `key` has been announced (notifications arrive in commit order; milliseconds here, 10 s allowed). */
   async function announcedSoon(key: string): Promise<void> {
     for (let i = 0; i < 500 && !announced.includes(key); i++) await new Promise((r) => setImmediate(r));
-    for (let i = 0; i < 100 && !announced.includes(key); i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 500 && !announced.includes(key); i++) await new Promise((r) => setTimeout(r, 20));
     expect(announced).toContain(key);
   }
 
@@ -125,8 +125,11 @@ describe.each(['postgres', 'embedded', 'etcd'] as const)('fleet wait state on %s
     await etcd?.stop();
   });
 
-  /** Resolves once `check` holds, polling (an instance lapses on the store's clock: etcd leases last >= 2 s). */
-  async function eventually(check: () => Promise<boolean>, withinMillis = 8_000): Promise<void> {
+  /**
+   * Resolves once `check` holds, polling (an instance lapses on the store's clock: etcd leases last >= 2 s, so 1–3 s
+   * here); the deadline is ≥ 10× that and only bounds a failure.
+   */
+  async function eventually(check: () => Promise<boolean>, withinMillis = 30_000): Promise<void> {
     const deadline = Date.now() + withinMillis;
     while (!(await check())) {
       if (Date.now() > deadline) throw new Error(`not within ${withinMillis} ms`);

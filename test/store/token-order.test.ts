@@ -30,7 +30,8 @@ async function lapsedLock(key: string) {
   const owner = await openTestSession(store);
   const grant = await store.tryAcquire({ key, session: owner.credential, ttlMillis: 1000 });
   expect(grant.kind).toBe('granted');
-  await eventually(async () => (await store.readLock(key)) === null, 5000, 50);
+  // Lapsed ~1 s after the grant; the deadline only bounds a failure.
+  await eventually(async () => (await store.readLock(key)) === null, 30_000, 50);
 }
 
 /** True once a backend of this database waits on a heavyweight lock (our blocked acquire). */
@@ -57,7 +58,7 @@ for (const [name, hold] of [
       await blocker.query(hold, [key]);
       const late = await openTestSession(store);
       const waiting = store.tryAcquire({ key, session: late.credential, ttlMillis: 30_000 });
-      await eventually(() => someoneWaits(watcher), 5000, 20);
+      await eventually(() => someoneWaits(watcher), 30_000, 20);
 
       const others = await openTestSession(store);
       const answered: bigint[] = [];

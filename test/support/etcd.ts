@@ -13,7 +13,8 @@ import { Etcd3 } from 'etcd3';
 import { startPeerProxy, type PeerProxy } from './etcd-peer-proxy.js';
 
 const ETCD_BINARY = process.env.ETCD_BINARY ?? 'etcd';
-const READY_TIMEOUT_MS = 20_000;
+// A member is healthy 1–3 s after its start here; the deadline only bounds one that never gets there.
+const READY_TIMEOUT_MS = 60_000;
 
 export interface EtcdMember {
   readonly name: string;
@@ -227,7 +228,8 @@ export async function startEtcdCluster(size = 3, options: { peerProxies?: boolea
       await member.waitHealthy();
     },
     findLeader,
-    waitForLeader: async (timeoutMs = 20_000) => {
+    // An election takes 1–1.5 s here (election timeout 1 s); the deadline only bounds a cluster that never elects.
+    waitForLeader: async (timeoutMs = 60_000) => {
       const deadline = Date.now() + timeoutMs;
       while (Date.now() < deadline) {
         const leader = await findLeader();

@@ -38,6 +38,14 @@ export interface Workload {
   overlaps(): string[];
   /** Client time of the first grant that arrived after `t` (ms since epoch), if any. */
   firstGrantAfter(t: number): number | undefined;
+  /** Grants that arrived after `t` (ms since epoch). */
+  grantsAfter(t: number): number;
+  /**
+   * Resolves true once at least `count` grants arrived after `t`, or false at `withinMillis`:
+   * "service resumed" as an outcome, however slow the machine (the deadline only bounds a
+   * failing test), instead of a count of grants inside a fixed window.
+   */
+  resumed(t: number, count: number, withinMillis: number): Promise<boolean>;
   /** A line of figures for the test output. */
   summary(): string;
 }
@@ -82,6 +90,15 @@ export function startWorkload(options: WorkloadOptions): Workload {
     },
     overlaps: () => findOverlaps(grants),
     firstGrantAfter: (t) => grants.map((g) => g.grantedAt).filter((g) => g > t).sort((a, b) => a - b)[0],
+    grantsAfter: (t) => grants.filter((g) => g.grantedAt > t).length,
+    async resumed(t, count, withinMillis) {
+      const deadline = Date.now() + withinMillis;
+      while (report.grantsAfter(t) < count) {
+        if (Date.now() > deadline) return false;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      return true;
+    },
     summary: () =>
       `requests ${JSON.stringify(Object.fromEntries([...requests].sort()))}; grants ${grants.length}; ` +
       `fenced writes accepted ${recorder.accepted}, refused ${recorder.rejected.length}; overlaps ${findOverlaps(grants).length}; ` +

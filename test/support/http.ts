@@ -73,8 +73,12 @@ export function httpClient(baseUrl: string, options: { clientToken?: string } = 
   };
 }
 
-/** Polls `check` until it returns a truthy value or the deadline passes (for asynchronous effects such as sweeps). */
-export async function eventually<T>(check: () => Promise<T | undefined | null | false>, timeoutMillis = 10_000, everyMillis = 50): Promise<T> {
+/**
+ * Polls `check` until it returns a truthy value or the deadline passes (for asynchronous effects such as sweeps).
+ * The deadline only bounds a failing test: passing costs no more with a generous one, so the default is far
+ * (≥ 10×) above what the slowest use needs on a quiet machine (an instance heartbeat or a 1 s TTL plus a sweep).
+ */
+export async function eventually<T>(check: () => Promise<T | undefined | null | false>, timeoutMillis = 30_000, everyMillis = 50): Promise<T> {
   const deadline = Date.now() + timeoutMillis;
   for (;;) {
     const value = await check();

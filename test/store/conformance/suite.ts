@@ -44,8 +44,11 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
       if (result.kind !== 'granted') throw new Error(`expected a grant of ${k}, got ${result.kind}`);
       return result;
     };
-    /** Polls the store until its own clock has passed `predicate`. */
-    const untilStore = (predicate: () => Promise<boolean>) => eventually(predicate, 10_000, 50);
+    /**
+     * Polls the store until its own clock has passed `predicate`: a SHORT TTL lapses 1 s after it began (2–3 s on
+     * etcd, whose leases last ≥ 2 s); the deadline is ≥ 10× that and only bounds a failure.
+     */
+    const untilStore = (predicate: () => Promise<boolean>) => eventually(predicate, 30_000, 50);
 
     test('live lock: held while its TTL runs and its session lives; the holder re-acquiring gets the same grant', async () => {
       const a = await openTestSession(store, { ttlMillis: LONG });
