@@ -4,8 +4,9 @@
  * (SQL count, etcd prefix scan): 50–100 ms at 100,000 locks. So the count is
  * refreshed in the background and a scrape reads the latest figure, which
  * keeps /metrics time flat in the number of keys and keeps /metrics answering
- * — with the last known figure — while the store is unreachable (the failed
- * refreshes show as lock_store_seconds{op="summary",outcome!="ok"}).
+ * — with the last known figure — while the store is unreachable (refreshes
+ * are refused at once while the server counts its store down, `lock_store_up` 0;
+ * ones that reach a failing store show as lock_store_seconds{op="summary",outcome!="ok"}).
  */
 import type { StoreSummary } from '../lock/store/spi.js';
 import { singleFlight } from './single-flight.js';
