@@ -34,7 +34,7 @@ test('black-holed PostgreSQL: 503 at once while down, /readyz 503; a grant withi
     server,
     label: 'blackhole',
     breakStore: () => proxy.blackhole(),
-    downMillis: 3_000,
+    downMillis: 5_000, // ~150 L4s while down, so the p99 is not just the slowest one
     restoreStore: () => proxy.forward(),
   });
   console.log(`postgres black hole: ${report.line}`);

@@ -30,7 +30,7 @@ describe.each(['fast', 'immediate'])('pg_ctl stop -m %s, then start', (mode) => 
       server,
       label: `restart-${mode}`,
       breakStore: () => runPgProgram('pg_ctl', ['-D', cluster.dataDir, '-m', mode, '-w', 'stop']),
-      downMillis: 2_500,
+      downMillis: 5_000, // ~150 L4s while down, so the p99 is not just the slowest one
       // pg_ctl -w returns once PostgreSQL accepts connections.
       restoreStore: () => runPgProgram('pg_ctl', pgStartArgs(cluster.dataDir, cluster.port)),
     });

@@ -130,7 +130,7 @@ export async function runStoreOutage(options: {
     const firstWorkloadGrantMillis = firstWorkloadGrant === undefined ? undefined : firstWorkloadGrant - returnedAt;
     const line =
       `${label}: probe L4s ${JSON.stringify(Object.fromEntries(statuses))}; sent while down ${whileDown.length}, ` +
-      `answered p50 ${sorted[Math.floor(sorted.length / 2)]?.toFixed(1)} ms p99 ${whileDownP99.toFixed(1)} ms max ${sorted.at(-1)?.toFixed(1)} ms; ` +
+      `answered p50 ${sorted[Math.floor(sorted.length / 2)]?.toFixed(1)} ms p90 ${sorted[Math.floor(sorted.length * 0.9)]?.toFixed(1)} ms p99 ${whileDownP99.toFixed(1)} ms max ${sorted.at(-1)?.toFixed(1)} ms; ` +
       `slowest probe ${slowestMillis.toFixed(0)} ms; /readyz while down ${readyWhileDown.status} in ${readyWhileDown.millis.toFixed(1)} ms; ` +
       `first probe grant ${firstProbeGrantMillis === undefined ? 'NEVER' : `${firstProbeGrantMillis.toFixed(0)} ms`}, ` +
       `first workload grant ${firstWorkloadGrantMillis === undefined ? 'NEVER' : `${firstWorkloadGrantMillis} ms`} after the store returned; ` +
