@@ -98,4 +98,4 @@ test('SIGTERM under load: in-flight requests answered, exit 0, store consistent 
     second.child.kill('SIGTERM');
     expect(await second.exited).toBe(0);
   }
-}, 300_000);
+}, 900_000);

@@ -28,9 +28,9 @@ export async function spawnServer(env: Record<string, string>): Promise<ServerPr
   child.stderr!.on('data', (chunk) => (output += chunk));
   const exited = new Promise<number | string>((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal ?? -1)));
   const url = `http://127.0.0.1:${port}`;
-  // Only bounds a server that never gets ready (one that exits is reported at once): an embedded restart
-  // after SIGKILL took 15 s here at load average 10, a few seconds on a quiet machine.
-  const deadline = Date.now() + 180_000;
+  // Only bounds a server that never gets ready (one that exits is reported at once): a fresh embedded server
+  // (PGlite's initdb) took up to ~60 s here at load average 10 with one more core busy, a few seconds quietly.
+  const deadline = Date.now() + 300_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`holdfast server exited early:\n${output}`);
     try {
