@@ -72,7 +72,8 @@ export default defineConfig({
   forbidOnly: true,
   retries: 0,
   timeout: 120_000,
-  expect: { timeout: 10_000 },
+  // Assertions wait for outcomes; 30 s is 10x a console poll cycle and only bounds a failure.
+  expect: { timeout: 30_000 },
   reporter: [['list'], ['html', { open: 'never', outputFolder: 'playwright-report' }]],
   use: {
     baseURL: consoleUrl,

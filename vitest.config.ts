@@ -9,7 +9,8 @@ export default defineConfig({
     // Integration files start real PostgreSQL / etcd / Prometheus; two cores, so two at a time.
     maxWorkers: 2,
     testTimeout: 60_000,
-    hookTimeout: 120_000,
+    // Hooks start real PostgreSQL, etcd and servers: about 70 s seen on a loaded machine; this only bounds a failure.
+    hookTimeout: 300_000,
     reporters: ['default'],
   },
 });

@@ -140,7 +140,7 @@ describe('server-side wait on etcd, waiter and holder on different instances', (
       answered = true;
       return answer;
     });
-    await eventually(async () => (await a.api.read(key)).body.waiterCount > 0, 3_000, 10);
+    await eventually(async () => (await a.api.read(key)).body.waiterCount > 0, 30_000, 10);
     for (let i = 0; i < 2; i += 1) {
       const renewed = await b.api.renew(key, { sessionId: holder, fencingToken: held.body.fencingToken, ttlMillis: 30_000 });
       expect(renewed.status).toBe(200);
@@ -168,13 +168,13 @@ describe('server-side wait on etcd, waiter and holder on different instances', (
       body: JSON.stringify({ sessionId: waiter, waitMillis: 20_000 }),
       signal: connection.signal,
     }).catch((error: unknown) => error);
-    await eventually(async () => (await a.api.read(key)).body.waiterCount > 0, 3_000, 10);
+    await eventually(async () => (await a.api.read(key)).body.waiterCount > 0, 30_000, 10);
     expect(a.store().openWatchCount()).toBe(1);
 
     const abortedAt = performance.now();
     connection.abort();
     await request;
-    await eventually(async () => a.store().openWatchCount() === 0 && (await a.api.read(key)).body.waiterCount === 0, 2_000, 10);
+    await eventually(async () => a.store().openWatchCount() === 0 && (await a.api.read(key)).body.waiterCount === 0, 30_000, 10);
     expect(performance.now() - abortedAt).toBeLessThan(2_000);
     await eventually(
       async () => (await metricValue(a.server, 'lock_wait_seconds_count', { backend: 'etcd', outcome: 'aborted' })) > abortedBefore,
@@ -194,7 +194,7 @@ describe('server-side wait on etcd, waiter and holder on different instances', (
     await b.api.acquire(key, { sessionId: holder });
     const started = performance.now();
     const waiting = a.api.acquire(key, { sessionId: waiter, waitMillis: 20_000 });
-    await eventually(async () => (await a.api.read(key)).body.waiterCount > 0, 3_000, 10);
+    await eventually(async () => (await a.api.read(key)).body.waiterCount > 0, 30_000, 10);
     const kill = await a.api.admin(a.server.operatorToken).kill(waiter, { reason: 'test: stuck waiter' });
     expect(kill.status).toBe(200);
     const answer = await waiting;
@@ -217,7 +217,7 @@ describe('server-side wait on etcd when the watch fails', () => {
       const key = freshKey('fallback');
       const held = await b.api.acquire(key, { sessionId: holder });
       const waiting = a.api.acquire(key, { sessionId: waiter, waitMillis: 25_000 });
-      await eventually(async () => (await a.api.read(key)).body.waiterCount > 0, 3_000, 10);
+      await eventually(async () => (await a.api.read(key)).body.waiterCount > 0, 30_000, 10);
 
       await etcd.kill(); // the watch stream breaks: a real failure, not a fake
       await eventually(async () => a.server.logs.some((line) => line.event === 'wait_fallback' && line.key === key), 5_000, 20);

@@ -81,7 +81,12 @@ async function takeDataDirLock(dataDir: string): Promise<DataDirLock> {
 async function abstractSocketLock(dataDir: string): Promise<DataDirLock> {
   const { dev, ino } = await stat(dataDir, { bigint: true });
   const name = `\0holdfast-data-dir-${createHash('sha256').update(`${dev}:${ino}`).digest('hex').slice(0, 32)}`;
-  const server = net.createServer((socket) => socket.end(`${process.pid}\n`));
+  const server = net.createServer((socket) => {
+    // A second server that gave up asking (its timeout, a loaded machine) leaves a closed socket:
+    // that EPIPE must not crash the owner, whose lock would then go with it.
+    socket.on('error', () => {});
+    socket.end(`${process.pid}\n`);
+  });
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -112,7 +117,8 @@ function askOwnerPid(name: string): Promise<number | null> {
       socket.destroy();
       resolve(pid);
     };
-    socket.setTimeout(1000, () => done(null));
+    // Only a refusal's message waits for this (the owner answers at once unless the machine is starved).
+    socket.setTimeout(10_000, () => done(null));
     socket.on('data', (chunk) => (answer += chunk.toString('utf8')));
     socket.on('end', () => done(/^\d+$/.test(answer.trim()) ? Number(answer.trim()) : null));
     socket.on('error', () => done(null));
