@@ -38,6 +38,7 @@ import {
   type ReleaseWaiter,
   type SessionCredential,
   type SessionRefusal,
+  type TryAcquireResult,
   type WaitResult,
 } from '../store/spi.js';
 import { LOCK_EXPIRY_CAUSE_OF_SESSION_END, type EventContext, type LockEvents } from '../../contract/lock-events.js';
@@ -148,13 +149,11 @@ export class LockService {
     this.storeHealth = new StoreHealth(
       () => rawStore.ping(),
       {
-        down: (fact) => {
-          this.events.storeDown(fact);
-          // Parked waits try again now, and are answered 503 at once rather than at their deadline.
-          this.waiters.wakeAll();
-        },
+        down: (fact) => this.events.storeDown(fact),
         up: (fact) => {
           this.events.storeUp(fact);
+          // Waits that rode out the outage try again now, not at their next poll.
+          this.waiters.wakeAll();
           void this.endUnendedWaits();
         },
       },
@@ -400,7 +399,24 @@ export class LockService {
       }
       for (;;) {
         const seen = waiter.releasesSeen;
-        const result = await this.store.tryAcquire(attempt);
+        let result: TryAcquireResult;
+        try {
+          result = await this.store.tryAcquire(attempt);
+        } catch (error) {
+          // A new acquire hears an outage at once (the first try throws); a wait already under way
+          // rides it out, polling, until its deadline: the store may return in time (the probe wakes it).
+          if (!waited || !(error instanceof NotLeaderError) || this.clock.now() >= deadline) {
+            if (waited && error instanceof NotLeaderError) this.recordWait('deadline', startedAt);
+            throw error;
+          }
+          const outcome = await this.pollDelay(waiter, seen, polls++, deadline - this.clock.now(), waitAbort);
+          if (outcome === 'aborted' && !waiter.sessionEnded.signal.aborted && !waiter.deadlock) {
+            this.recordWait('aborted', startedAt);
+            throw signal?.reason instanceof Error ? signal.reason : new Error('acquire aborted by the caller');
+          }
+          if (waiter.sessionEnded.signal.aborted) throw new SessionNotFoundError(sessionId);
+          continue;
+        }
         if (result.kind === 'granted') {
           granted = true;
           if (waited) this.recordWait(usedFallback ? 'fallback' : 'released', startedAt);

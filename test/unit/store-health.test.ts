@@ -165,15 +165,20 @@ describe.each<Mode>(['refuse', 'hang'])('a store that starts to %s', (mode) => {
   });
 });
 
-it('a parked wait is answered NotLeaderError when the store goes down, not at its deadline; its wait row is ended when the store returns', async () => {
-  const { service, inner, recorded, credential, key } = await serviceOn('ok');
+async function parkedWaiter(service: LockService, inner: ReturnType<typeof switchable>, key: string, waitMillis: number) {
   const other = await service.openSession({ ttlMillis: 60_000, owner: 'waiter' }, { requestId: 't' });
   const waiting = { sessionId: other.sessionId, tokenHash: hashSessionToken(other.sessionToken) };
-  const triesBefore = inner.count('tryAcquire');
-  const wait = service.acquire({ key: key('held'), session: waiting, ttlMillis: 10_000, waitMillis: 600_000 }, { requestId: 't' }).catch((e: unknown) => e);
-  // Recorded in the store's fleet-wide wait state (its 10-minute deadline is far off).
-  while (service.waiters.count(key('held')) === 0 || inner.count('tryAcquire') === triesBefore) await new Promise((r) => setTimeout(r, 5));
-  while ((await service.readLock(key('held'))).waiterCount !== 1) await new Promise((r) => setTimeout(r, 5));
+  const settled = { done: false };
+  const wait = service
+    .acquire({ key, session: waiting, ttlMillis: 10_000, waitMillis }, { requestId: 't' })
+    .catch((e: unknown) => e)
+    .finally(() => (settled.done = true));
+  // Recorded in the store's fleet-wide wait state.
+  while ((await service.readLock(key)).waiterCount !== 1) await new Promise((r) => setTimeout(r, 5));
+  return { wait, settled };
+}
+
+async function turnDown(service: LockService, inner: ReturnType<typeof switchable>, recorded: ReturnType<typeof recordingEvents>, credential: { sessionId: string; tokenHash: string }) {
   const down = recorded.nextDown();
   inner.state.mode = 'refuse';
   // A failed call makes the store suspect and the refused ping turns it down (a call answered in
@@ -182,6 +187,32 @@ it('a parked wait is answered NotLeaderError when the store goes down, not at it
     await service.heartbeat(credential).catch(() => {});
     await Promise.race([down, new Promise((r) => setTimeout(r, 20))]);
   }
+}
+
+it('a wait under way rides out an outage and is granted once the store returns and the key is released', async () => {
+  const { service, inner, recorded, credential, held, key } = await serviceOn('ok');
+  const { wait, settled } = await parkedWaiter(service, inner, key('held'), 600_000);
+  await turnDown(service, inner, recorded, credential);
+  const pings = inner.count('ping');
+  while (inner.count('ping') < pings + 2) await new Promise((r) => setTimeout(r, 5)); // the outage goes on a while
+  expect(settled.done).toBe(false);
+  // A new acquire is answered at once meanwhile.
+  await expect(service.acquire({ key: key('other'), session: credential, ttlMillis: 10_000, waitMillis: 5_000 }, { requestId: 't' })).rejects.toBeInstanceOf(
+    NotLeaderError,
+  );
+
+  const up = recorded.nextUp();
+  inner.state.mode = 'ok';
+  await up;
+  await service.release({ key: key('held'), session: credential, fencingToken: held.fencingToken }, { requestId: 't' });
+  const grant = (await wait) as { fencingToken: string };
+  expect(BigInt(grant.fencingToken)).toBeGreaterThan(BigInt(held.fencingToken));
+});
+
+it('a wait whose deadline passes during an outage is answered NotLeaderError, and its wait row is ended when the store returns', async () => {
+  const { service, inner, recorded, credential, key } = await serviceOn('ok');
+  const { wait } = await parkedWaiter(service, inner, key('held'), 3_000);
+  await turnDown(service, inner, recorded, credential);
   expect(await wait).toBeInstanceOf(NotLeaderError);
   expect(service.waiters.count(key('held'))).toBe(0);
 
