@@ -231,3 +231,31 @@ export async function runSkewCycles(o: SkewCyclesOptions): Promise<SkewCyclesRes
     slowestRequest: `${slowest.what} ${slowest.millis.toFixed(0)} ms`,
   };
 }
+
+/** The run's figures on one line (printed as a benchmark, never asserted). */
+export function skewRunLine(run: SkewCyclesResult, o: { cycles: number; lockTtlMillis: number; sessionTtlMillis: number }): string {
+  return (
+    `${o.cycles} cycles in ${run.elapsedMillis.toFixed(0)} ms, ` +
+    `${run.heartbeatsOk} heartbeats; smallest margin left to a TTL: lock ${run.smallestLockMarginMillis.toFixed(0)} ms, ` +
+    `session ${run.smallestSessionMarginMillis.toFixed(0)} ms of ${o.lockTtlMillis}/${o.sessionTtlMillis}; ` +
+    `slowest request ${run.slowestRequest}; unproven cycles ${o.cycles - run.provenCycles}, lapsed sessions ${run.lapsedSessions}`
+  );
+}
+
+/**
+ * No early grant or expiry was seen, the fence accepted every write, and enough was proven for the
+ * run to count: each cycle needs its requests answered within the lock TTL (a quiet machine: tens of
+ * ms), each heartbeat round within the session TTL. `writesPerCycle`: the fenced writes of a proven cycle.
+ */
+export function expectSkewRunHeld(
+  run: SkewCyclesResult,
+  o: { cycles: number; workers: number; writesPerCycle: number },
+  expect: typeof import('vitest').expect,
+): void {
+  expect(run.problems.slice(0, 10)).toEqual([]);
+  expect(run.recorder.rejected).toEqual([]);
+  expect(run.recorder.accepted).toBe(run.writes);
+  expect(run.writes).toBeGreaterThanOrEqual(o.writesPerCycle * run.provenCycles);
+  expect(run.provenCycles).toBeGreaterThanOrEqual(o.cycles / 2);
+  expect(run.provenSessions).toBeGreaterThanOrEqual(o.workers);
+}
