@@ -14,7 +14,7 @@ import { parseBackend, type BackendLabel } from './backend-label.js';
 import { NotLeaderError, ServerError, ValidationError } from './errors.js';
 import type { Transport, TransportRequest, TransportResponse } from './transport.js';
 import {
-  DECIMAL_TOKEN,
+  isFencingToken,
   type FencingToken,
   type HeartbeatAck,
   type LockGrant,
@@ -221,7 +221,7 @@ function isGrant(body: unknown): boolean {
   return (
     typeof grant.key === 'string' &&
     typeof grant.fencingToken === 'string' &&
-    DECIMAL_TOKEN.test(grant.fencingToken) &&
+    isFencingToken(grant.fencingToken) &&
     typeof grant.ttlMillis === 'number'
   );
 }

@@ -16,15 +16,17 @@
  * Not-granted is not an error: `acquire` returns null.
  */
 
-export type ClientErrorCode =
-  | 'VALIDATION_FAILED'
-  | 'NOT_LEADER'
-  | 'LOCK_LOST'
-  | 'SESSION_LOST'
-  | 'FENCED_OUT'
-  | 'DEADLOCK_DETECTED'
-  | 'SERVER_ERROR'
-  | 'TRANSPORT_ERROR';
+import { ERROR_CODE, ERROR_TABLE } from './wire.js';
+
+/**
+ * The wire codes (contract's error table) the SDK raises as errors of their own; their `code`
+ * and `retryable` are the table's. Every other C3 code arrives as a ServerError.
+ */
+const WIRE_CODES = [ERROR_CODE.VALIDATION_FAILED, ERROR_CODE.NOT_LEADER, ERROR_CODE.LOCK_LOST, ERROR_CODE.DEADLOCK_DETECTED] as const;
+type SdkWireCode = (typeof WIRE_CODES)[number];
+
+/** `code` of every SDK error: one of the wire codes above, or a condition of the SDK's own that no server answer names. */
+export type ClientErrorCode = SdkWireCode | 'SESSION_LOST' | 'FENCED_OUT' | 'SERVER_ERROR' | 'TRANSPORT_ERROR';
 
 export abstract class HoldfastClientError extends Error {
   abstract readonly code: ClientErrorCode;
@@ -35,7 +37,8 @@ export abstract class HoldfastClientError extends Error {
 }
 
 export class ValidationError extends HoldfastClientError {
-  readonly code = 'VALIDATION_FAILED' as const;
+  readonly code = ERROR_CODE.VALIDATION_FAILED;
+  readonly retryable = ERROR_TABLE.VALIDATION_FAILED.retryable;
   /** Set when the server, not the SDK, rejected the input. */
   readonly requestId: string | undefined;
   constructor(message: string, requestId?: string) {
@@ -45,7 +48,9 @@ export class ValidationError extends HoldfastClientError {
 }
 
 export class NotLeaderError extends HoldfastClientError {
-  readonly code = 'NOT_LEADER' as const;
+  readonly code = ERROR_CODE.NOT_LEADER;
+  /** The backend may take writes again later (after the SDK's own retry budget ran out). */
+  readonly retryable = ERROR_TABLE.NOT_LEADER.retryable;
   readonly requestId: string | undefined;
   constructor(message: string, requestId?: string) {
     super(message);
@@ -54,7 +59,8 @@ export class NotLeaderError extends HoldfastClientError {
 }
 
 export class LockLostError extends HoldfastClientError {
-  readonly code = 'LOCK_LOST' as const;
+  readonly code = ERROR_CODE.LOCK_LOST;
+  readonly retryable = ERROR_TABLE.LOCK_LOST.retryable;
   constructor(
     readonly key: string,
     readonly fencingToken: string,
@@ -104,7 +110,9 @@ export class FencedOutError extends HoldfastClientError {
 }
 
 export class DeadlockDetectedError extends HoldfastClientError {
-  readonly code = 'DEADLOCK_DETECTED' as const;
+  readonly code = ERROR_CODE.DEADLOCK_DETECTED;
+  /** Not as is: give back a lock this session holds first (`acquireAll` does). */
+  readonly retryable = ERROR_TABLE.DEADLOCK_DETECTED.retryable;
   constructor(
     readonly key: string,
     message: string,

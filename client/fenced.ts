@@ -10,7 +10,7 @@
  * ```
  */
 import { FencedOutError, ValidationError } from './errors.js';
-import { DECIMAL_TOKEN, type FencingToken } from './wire.js';
+import { compareFencingTokens as compareDecimal, isFencingToken, type FencingToken } from './wire.js';
 
 /** Where the resource keeps the highest token it accepted per key. A Map fits. */
 export interface FenceStore {
@@ -20,9 +20,9 @@ export interface FenceStore {
 
 /** Numeric comparison of two decimal fencing tokens (int64 as strings): -1, 0 or 1. */
 export function compareFencingTokens(a: FencingToken, b: FencingToken): number {
-  const x = parseToken(a);
-  const y = parseToken(b);
-  return x < y ? -1 : x > y ? 1 : 0;
+  checkToken(a);
+  checkToken(b);
+  return compareDecimal(a, b);
 }
 
 /**
@@ -31,7 +31,7 @@ export function compareFencingTokens(a: FencingToken, b: FencingToken): number {
  * FencedOutError and record nothing.
  */
 export function fenced(store: FenceStore, key: string, token: FencingToken): void {
-  parseToken(token); // a malformed token is refused even as the first one seen
+  checkToken(token); // a malformed token is refused even as the first one seen
   const highest = store.get(key);
   if (highest !== undefined && compareFencingTokens(token, highest) < 0) {
     throw new FencedOutError(key, token, highest);
@@ -39,9 +39,9 @@ export function fenced(store: FenceStore, key: string, token: FencingToken): voi
   if (highest === undefined || compareFencingTokens(token, highest) > 0) store.set(key, token);
 }
 
-function parseToken(token: FencingToken): bigint {
-  if (typeof token !== 'string' || !DECIMAL_TOKEN.test(token)) {
-    throw new ValidationError(`fencing token must be a decimal string, got ${JSON.stringify(token)}`);
+/** The C3 token rule (contract/wire-rules.ts): a decimal int64 string. */
+function checkToken(token: FencingToken): void {
+  if (!isFencingToken(token)) {
+    throw new ValidationError(`fencing token must be a decimal int64 string, got ${JSON.stringify(token)}`);
   }
-  return BigInt(token);
 }

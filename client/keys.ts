@@ -1,24 +1,17 @@
 /**
- * Lock key rules (C3: 1–512 bytes of UTF-8, no control characters) and the
- * one canonical order every multi-key acquire uses.
+ * Lock key rules (contract C3, one definition in contract/wire-rules.ts:
+ * 1–512 bytes of UTF-8, no control characters, no lone surrogates) and
+ * the one canonical order every multi-key acquire uses.
  */
 import { ValidationError } from './errors.js';
+import { checkLockKey } from './wire.js';
 
-const MAX_KEY_BYTES = 512;
-// C0 controls, DEL and C1 controls.
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
-// A lone surrogate has no UTF-8 encoding; Buffer would silently turn it into U+FFFD.
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
+/** The key as the server will hold it, or a ValidationError (nothing is sent). */
 export function validateKey(key: unknown): string {
   if (typeof key !== 'string') throw new ValidationError(`lock key must be a string, got ${typeof key}`);
-  const bytes = Buffer.byteLength(key, 'utf8');
-  if (bytes < 1 || bytes > MAX_KEY_BYTES) {
-    throw new ValidationError(`lock key must be 1–${MAX_KEY_BYTES} bytes of UTF-8, got ${bytes}`);
-  }
-  if (CONTROL.test(key)) throw new ValidationError('lock key must not contain control characters');
-  if (LONE_SURROGATE.test(key)) throw new ValidationError('lock key must be valid Unicode (lone surrogate)');
-  return key;
+  const checked = checkLockKey(key);
+  if (!checked.ok) throw new ValidationError(checked.problem);
+  return checked.key;
 }
 
 /**

@@ -16,6 +16,7 @@
  * (its fixed half leaves a freed lock idle for at least cap/2).
  */
 import { ValidationError } from './errors.js';
+import { WAIT_MILLIS } from './wire.js';
 
 export interface AcquirePolicyInit {
   totalBudgetMillis?: number;
@@ -25,8 +26,8 @@ export interface AcquirePolicyInit {
   waitMillis?: number;
 }
 
-/** The server's upper bound on `waitMillis` (C3 L4). */
-export const MAX_WAIT_MILLIS = 30_000;
+/** The server's upper bound on `waitMillis` (C3 L4; contract/wire-rules.ts). */
+export const MAX_WAIT_MILLIS: number = WAIT_MILLIS.max;
 
 export class AcquirePolicy {
   static readonly DEFAULT = new AcquirePolicy();

@@ -34,10 +34,10 @@ import { startRenewer } from './renewer.js';
 import { conservativeDeadline, type ClientRuntime } from './runtime.js';
 import { retryTransient, SHORT_BUDGET } from './transient.js';
 import type { ClientAttemptOutcome } from '../contract/metric-table.js';
-import type { LockGrant, SessionOpened } from './wire.js';
+import { LOCK_TTL_MILLIS, type LockGrant, type SessionOpened } from './wire.js';
 
 export interface AcquireOptions {
-  /** Lock TTL, 1,000–600,000 ms; the server's default (30 s) when omitted. */
+  /** Lock TTL in ms, within C3's bounds (`LOCK_TTL_MILLIS` in contract/wire-rules.ts); the server's default when omitted. */
   ttlMillis?: number;
   policy?: AcquirePolicy | AcquirePolicyInit;
   /** Aborting stops waiting (the call rejects with the signal's reason) and releases whatever was taken. */
@@ -45,9 +45,6 @@ export interface AcquireOptions {
 }
 
 type SessionState = 'open' | 'lost' | 'closed';
-
-/** C3's upper bound on a lock TTL (L4 ttlMillis). */
-const MAX_LOCK_TTL_MILLIS = 600_000;
 
 export class LockSession {
   readonly sessionId: string;
@@ -384,7 +381,7 @@ export class LockSession {
   /** An unanswered L4 older than the longest lock TTL cannot have left a live grant. */
   #earliestUnanswered(key: string): number | undefined {
     const at = this.#unanswered.get(key);
-    if (at !== undefined && this.#rt.clock.now() - at > MAX_LOCK_TTL_MILLIS) {
+    if (at !== undefined && this.#rt.clock.now() - at > LOCK_TTL_MILLIS.max) {
       this.#unanswered.delete(key);
       return undefined;
     }

@@ -1,8 +1,9 @@
 /**
- * The contract leaf: wire records, error codes, backend names, the metric
+ * The contract leaf: wire rules (patterns, limits, the key rule), wire records, the error table, backend names, the metric
  * table and the log event fields that the server, the SDK, the console, the
  * dashboards and the alerts all agree on. It imports nothing of the project.
  */
+export * from './wire-rules.js';
 export * from './records.js';
 export * from './errors.js';
 export * from './metric-table.js';

@@ -7,7 +7,7 @@
  * No label here may take its value from a key, session, owner, token or request:
  * every label has a closed value set.
  */
-import { BACKENDS } from './records.js';
+import { BACKENDS } from './wire-rules.js';
 
 export type MetricType = 'counter' | 'gauge' | 'histogram';
 export type Emitter = 'server' | 'sdk';

@@ -7,10 +7,17 @@
  * import; the console imports these types only (no runtime code).
  */
 import { Type, type Static, type TSchema } from 'typebox';
+import { BACKENDS, FENCING_TOKEN_PATTERN, SESSION_ID_PATTERN, compareFencingTokens } from './wire-rules.js';
 
-/** int64 as a decimal string, the form the server answers and accepts (C3). */
-export const FENCING_TOKEN_PATTERN = '^(0|[1-9][0-9]{0,18})$';
-export const SESSION_ID_PATTERN = '^[A-Za-z0-9_-]{1,64}$';
+// The patterns and limits are wire-rules.ts's (no schema library there, so the SDK bundles it alone).
+export { BACKENDS, FENCING_TOKEN_PATTERN, SESSION_ID_PATTERN, type BackendName } from './wire-rules.js';
+
+/**
+ * The records the SDK hands its callers are written out as interfaces too, so its bundled
+ * declarations need no schema library; `same` below fails to compile when one drifts from its schema.
+ */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const same = <A, B>(proof: Same<A, B>) => proof;
 
 /** A string enum as `{type: "string", enum}` (what code generators map to an enum type). */
 export const StringEnum = <const Values extends readonly string[]>(values: Values, description?: string) =>
@@ -27,8 +34,6 @@ export type FencingToken = string;
 
 export const SessionIdSchema = Type.String({ pattern: SESSION_ID_PATTERN });
 
-export const BACKENDS = ['postgres', 'embedded', 'etcd'] as const;
-export type BackendName = (typeof BACKENDS)[number];
 export const BackendNameSchema = StringEnum(BACKENDS);
 
 export const LockGrantSchema = Type.Object(
@@ -42,7 +47,18 @@ export const LockGrantSchema = Type.Object(
   },
   { additionalProperties: false, description: 'The only grant shape (L4, L5).' },
 );
-export type LockGrant = Static<typeof LockGrantSchema>;
+/** The only grant shape (L4, L5). */
+export interface LockGrant {
+  key: string;
+  sessionId: string;
+  fencingToken: FencingToken;
+  ttlMillis: number;
+  /** Store clock, epoch ms. */
+  grantedAt: number;
+  /** Store clock, epoch ms. */
+  expiresAt: number;
+}
+same<Static<typeof LockGrantSchema>, LockGrant>(true);
 
 export const LockInfoSchema = Type.Object(
   {
@@ -57,7 +73,63 @@ export const LockInfoSchema = Type.Object(
   },
   { additionalProperties: false, description: 'A lock as read (L7, A1); the optional fields are present only when held.' },
 );
-export type LockInfo = Static<typeof LockInfoSchema>;
+/** A lock as read (L7, A1); the optional fields are present only when held. */
+export interface LockInfo {
+  key: string;
+  held: boolean;
+  sessionId?: string;
+  owner?: string;
+  fencingToken?: FencingToken;
+  grantedAt?: number;
+  expiresAt?: number;
+  /** Advisory: acquires waiting on the key, on every instance sharing the store. */
+  waiterCount: number;
+}
+same<Static<typeof LockInfoSchema>, LockInfo>(true);
+
+export const SessionOpenedSchema = Type.Object(
+  {
+    sessionId: SessionIdSchema,
+    sessionToken: Type.String({ description: 'Bearer capability for L2–L6 of this session: shown once, 43 base64url characters.' }),
+    owner: Type.String(),
+    ttlMillis: Type.Integer({ minimum: 1 }),
+    expiresAt: Type.Integer({ minimum: 0 }),
+  },
+  { additionalProperties: false, description: 'L1: a new session and its one-time sessionToken.' },
+);
+/** L1's answer. */
+export interface SessionOpened {
+  sessionId: string;
+  /**
+   * The session's bearer capability (C3 "Session capability"): shown once, sent as
+   * `Authorization: Bearer` on L2–L6. Never logged, never in an error message.
+   */
+  sessionToken: string;
+  owner: string;
+  ttlMillis: number;
+  /** Server wall-clock epoch ms; informational only. */
+  expiresAt: number;
+}
+same<Static<typeof SessionOpenedSchema>, SessionOpened>(true);
+
+/** L2's answer: the session's new expiry. */
+export const HeartbeatAckSchema = Type.Object(
+  { sessionId: SessionIdSchema, expiresAt: Type.Integer({ minimum: 0 }) },
+  { additionalProperties: false },
+);
+export interface HeartbeatAck {
+  sessionId: string;
+  expiresAt: number;
+}
+same<Static<typeof HeartbeatAckSchema>, HeartbeatAck>(true);
+
+/** L6's answer. */
+export const LockReleasedSchema = Type.Object({ key: Type.String(), released: Type.Literal(true) }, { additionalProperties: false });
+export interface LockReleased {
+  key: string;
+  released: true;
+}
+same<Static<typeof LockReleasedSchema>, LockReleased>(true);
 
 export const REVOKE_OUTCOMES = ['REVOKED', 'NOT_HELD', 'TOKEN_MISMATCH'] as const;
 export type RevokeOutcome = (typeof REVOKE_OUTCOMES)[number];
@@ -125,16 +197,10 @@ export interface Page<T> {
   items: T[];
   nextCursor: string | null;
 }
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
-const pageSchemaMatchesPage: Same<Static<ReturnType<typeof PageSchema<typeof LockInfoSchema>>>, Page<LockInfo>> = true;
-void pageSchemaMatchesPage;
+same<Static<ReturnType<typeof PageSchema<typeof LockInfoSchema>>>, Page<LockInfo>>(true);
 
 export const SESSION_END_CAUSES = ['ttl', 'closed', 'killed'] as const;
 export type SessionEndCause = (typeof SESSION_END_CAUSES)[number];
 
-/** Numeric comparison of two decimal fencing tokens. */
-export function compareTokens(a: FencingToken, b: FencingToken): number {
-  const x = BigInt(a);
-  const y = BigInt(b);
-  return x < y ? -1 : x > y ? 1 : 0;
-}
+/** Numeric comparison of two decimal fencing tokens (wire-rules.ts's). */
+export const compareTokens: (a: FencingToken, b: FencingToken) => number = compareFencingTokens;

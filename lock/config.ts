@@ -3,6 +3,7 @@
  * embedded default. Invalid values stop the server at start with a clear message.
  */
 import { z } from 'zod';
+import { LOCK_TTL_MILLIS } from '../contract/wire-rules.js';
 
 const intFrom = (min: number, max: number, fallback: number) =>
   z
@@ -23,7 +24,8 @@ const schema = z.object({
   /** v2: a file holding the audit chain's HMAC key (>= 32 bytes); unset = plain SHA-256 chain. */
   HOLDFAST_AUDIT_KEY_FILE: z.string().optional(),
   HOLDFAST_DATA_DIR: z.string().default('./.holdfast'),
-  LOCK_DEFAULT_TTL_MS: intFrom(1000, 600_000, 30_000),
+  /** L4's default lock TTL: within the wire's bounds for `ttlMillis` (contract). */
+  LOCK_DEFAULT_TTL_MS: intFrom(LOCK_TTL_MILLIS.min, LOCK_TTL_MILLIS.max, LOCK_TTL_MILLIS.default),
   HOLDFAST_SWEEP_INTERVAL_MS: intFrom(50, 60_000, 1000),
   HOLDFAST_CONTENTION_PER_SESSION: intFrom(1, 1_000_000, 50),
   HOLDFAST_CONTENTION_PER_SESSION_BURST: intFrom(1, 1_000_000, 100),

@@ -1,18 +1,27 @@
 /**
- * One error type per row of the C3 error table. Each knows its HTTP status,
- * pinned code and retryability so the HTTP layer maps them in one place.
+ * One error type per row of the C3 error table. Each names its code; its HTTP
+ * status and retryability are read from contract's table (contract/error-table.ts),
+ * so the HTTP layer maps every failure in one place and no status is written twice.
  */
 
-import type { ErrorBody, ErrorCode } from '../contract/errors.js';
+import { ERROR_CODE, ERROR_TABLE, type ErrorBody, type ErrorCode } from '../contract/errors.js';
 
 export type { ErrorBody, ErrorCode };
 
 export abstract class HoldfastError extends Error {
-  abstract readonly status: number;
   abstract readonly code: ErrorCode;
-  abstract readonly retryable: boolean;
-  /** Seconds, sent as Retry-After on 429 and 503. */
+  /** Seconds, sent as Retry-After on the codes whose row says so (429 and 503). */
   readonly retryAfterSeconds?: number;
+
+  /** The HTTP status of this code (contract's error table). */
+  get status(): number {
+    return ERROR_TABLE[this.code].status;
+  }
+
+  /** Whether the same request may succeed later (contract's error table). */
+  get retryable(): boolean {
+    return ERROR_TABLE[this.code].retryable;
+  }
 
   toBody(): ErrorBody {
     return { error: { code: this.code, message: this.message, retryable: this.retryable } };
@@ -20,27 +29,19 @@ export abstract class HoldfastError extends Error {
 }
 
 export class ValidationFailedError extends HoldfastError {
-  readonly status = 400;
-  readonly code = 'VALIDATION_FAILED' as const;
-  readonly retryable = false;
+  readonly code = ERROR_CODE.VALIDATION_FAILED;
 }
 
 export class UnauthenticatedError extends HoldfastError {
-  readonly status = 401;
-  readonly code = 'UNAUTHENTICATED' as const;
-  readonly retryable = false;
+  readonly code = ERROR_CODE.UNAUTHENTICATED;
 }
 
 export class ForbiddenError extends HoldfastError {
-  readonly status = 403;
-  readonly code = 'FORBIDDEN' as const;
-  readonly retryable = false;
+  readonly code = ERROR_CODE.FORBIDDEN;
 }
 
 export class SessionNotFoundError extends HoldfastError {
-  readonly status = 404;
-  readonly code = 'SESSION_NOT_FOUND' as const;
-  readonly retryable = false;
+  readonly code = ERROR_CODE.SESSION_NOT_FOUND;
   constructor(sessionId: string) {
     super(`session ${sessionId} is unknown, expired, closed or killed`);
   }
@@ -48,15 +49,11 @@ export class SessionNotFoundError extends HoldfastError {
 
 /** An unknown route or method; not in the brief's table (see C3 notes). */
 export class RouteNotFoundError extends HoldfastError {
-  readonly status = 404;
-  readonly code = 'NOT_FOUND' as const;
-  readonly retryable = false;
+  readonly code = ERROR_CODE.NOT_FOUND;
 }
 
 export class LockContendedError extends HoldfastError {
-  readonly status = 409;
-  readonly code = 'LOCK_CONTENDED' as const;
-  readonly retryable = true;
+  readonly code = ERROR_CODE.LOCK_CONTENDED;
   constructor(
     key: string,
     readonly holderSessionId?: string,
@@ -66,9 +63,7 @@ export class LockContendedError extends HoldfastError {
 }
 
 export class LockLostError extends HoldfastError {
-  readonly status = 409;
-  readonly code = 'LOCK_LOST' as const;
-  readonly retryable = false;
+  readonly code = ERROR_CODE.LOCK_LOST;
   constructor(key: string) {
     super(`lock ${JSON.stringify(key)} is no longer held with that fencing token`);
   }
@@ -76,9 +71,7 @@ export class LockLostError extends HoldfastError {
 
 /** This wait closed a cycle of waits and was the youngest in it; the session keeps what it holds. */
 export class DeadlockDetectedError extends HoldfastError {
-  readonly status = 409;
-  readonly code = 'DEADLOCK_DETECTED' as const;
-  readonly retryable = false;
+  readonly code = ERROR_CODE.DEADLOCK_DETECTED;
   constructor(
     key: string,
     readonly cycle: { sessions: string[]; keys: string[] },
@@ -91,9 +84,7 @@ export class DeadlockDetectedError extends HoldfastError {
 }
 
 export class ContentionExceededError extends HoldfastError {
-  readonly status = 429;
-  readonly code = 'CONTENTION_EXCEEDED' as const;
-  readonly retryable = true;
+  readonly code = ERROR_CODE.CONTENTION_EXCEEDED;
   constructor(
     message: string,
     override readonly retryAfterSeconds: number,
@@ -103,9 +94,7 @@ export class ContentionExceededError extends HoldfastError {
 }
 
 export class NotLeaderError extends HoldfastError {
-  readonly status = 503;
-  readonly code = 'NOT_LEADER' as const;
-  readonly retryable = true;
+  readonly code = ERROR_CODE.NOT_LEADER;
   override readonly retryAfterSeconds = 1;
 }
 
@@ -116,7 +105,5 @@ export class NotLeaderError extends HoldfastError {
 export class DrainingError extends NotLeaderError {}
 
 export class InternalError extends HoldfastError {
-  readonly status = 500;
-  readonly code = 'INTERNAL' as const;
-  readonly retryable = false;
+  readonly code = ERROR_CODE.INTERNAL;
 }

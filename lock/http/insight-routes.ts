@@ -4,24 +4,22 @@
  * buildHttpServer, so the same auth hook, validation and error exit apply.
  */
 import type { FastifyRequest } from 'fastify';
+import { CONTENTION_TOP_LIMIT, HISTORY_LIMIT } from '../../contract/wire-rules.js';
 import type { LockService } from '../core/lock-service.js';
 import { ValidationFailedError } from '../errors.js';
 import { routeSchemas, type HttpApp } from './schemas.js';
 import { decodeKeySegment, parseLimit } from './validation.js';
 
-export const CONTENTION_LIMIT = { fallback: 10, max: 100 } as const;
-export const HISTORY_LIMIT = { fallback: 100, max: 500 } as const;
-
 export function registerInsightRoutes(app: HttpApp, service: LockService): void {
   const { insight } = service;
   app.get('/v1/admin/contention', { schema: routeSchemas.contention, config: { role: 'viewer' } }, async (request) => {
     const q = request.query as { limit?: string };
-    return service.topContended(parseLimit(q.limit, CONTENTION_LIMIT.fallback, CONTENTION_LIMIT.max));
+    return service.topContended(parseLimit(q.limit, CONTENTION_TOP_LIMIT.default, CONTENTION_TOP_LIMIT.max));
   });
 
   app.get('/v1/admin/locks/:key/history', { schema: routeSchemas.keyHistory, config: { role: 'viewer' } }, async (request) => {
     const q = request.query as { limit?: string };
-    return insight.keyHistory(historyKeyOf(request), parseLimit(q.limit, HISTORY_LIMIT.fallback, HISTORY_LIMIT.max));
+    return insight.keyHistory(historyKeyOf(request), parseLimit(q.limit, HISTORY_LIMIT.default, HISTORY_LIMIT.max));
   });
 
   app.get('/v1/admin/waits', { schema: routeSchemas.waits, config: { role: 'viewer' } }, async () => insight.waitGraph());

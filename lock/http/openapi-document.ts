@@ -5,6 +5,7 @@
  * docs/openapi.json and the freshness test compares; GET /openapi.json serves
  * the same bytes.
  */
+import { LOCK_TTL_MILLIS } from '../../contract/wire-rules.js';
 import { openApiText } from './openapi.js';
 import { buildHttpServer, type HttpServerDeps } from './server.js';
 
@@ -29,7 +30,7 @@ export async function openApiDocumentText(): Promise<string> {
     tokens: unused('tokens'),
     metrics: unused('metrics'),
     events: unused('events'),
-    defaultLockTtlMillis: 30_000,
+    defaultLockTtlMillis: LOCK_TTL_MILLIS.default,
     shutdownSignal: new AbortController().signal,
     renderMetrics: () => Promise.reject(new Error('building the OpenAPI document rendered metrics')),
   };

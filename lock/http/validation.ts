@@ -1,25 +1,18 @@
 /**
- * Input rules of contract C3 that JSON Schema cannot say alone: lock keys
- * (1–512 bytes of UTF-8, no control characters, percent-encoded in the path),
- * int64 fencing tokens as decimal strings, and query-string integers.
+ * Input rules of contract C3 that JSON Schema cannot say alone, applied to the
+ * HTTP surface: lock keys (contract's key rule: 1–512 bytes of UTF-8, no
+ * control characters; percent-encoded in the path),
+ * int64 fencing tokens as decimal strings, and query-string integers. The rules
+ * themselves are contract/wire-rules.ts's; this file turns a refusal into a 400.
  */
+import { PAGE_LIMIT, checkLockKey, isFencingToken } from '../../contract/wire-rules.js';
 import { ValidationFailedError } from '../errors.js';
 
-const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-const INT64_MAX = 9223372036854775807n;
-
-export const MAX_KEY_BYTES = 512;
-
-/** Validates a decoded lock key. */
+/** A decoded lock key, or a 400 naming what is wrong with it. */
 export function checkKey(key: string): string {
-  const bytes = Buffer.byteLength(key, 'utf8');
-  if (bytes < 1 || bytes > MAX_KEY_BYTES) {
-    throw new ValidationFailedError(`lock key must be 1–${MAX_KEY_BYTES} bytes of UTF-8 (got ${bytes})`);
-  }
-  if (CONTROL_CHARACTERS.test(key)) throw new ValidationFailedError('lock key must not contain control characters');
-  if (LONE_SURROGATE.test(key)) throw new ValidationFailedError('lock key must be valid UTF-8');
-  return key;
+  const checked = checkLockKey(key);
+  if (!checked.ok) throw new ValidationFailedError(checked.problem);
+  return checked.key;
 }
 
 /**
@@ -37,13 +30,11 @@ export function decodeKeySegment(raw: string): string {
 }
 
 export function checkFencingToken(token: string, field = 'fencingToken'): string {
-  if (!/^(0|[1-9][0-9]{0,18})$/.test(token) || BigInt(token) > INT64_MAX) {
-    throw new ValidationFailedError(`${field} must be a decimal int64 string`);
-  }
+  if (!isFencingToken(token)) throw new ValidationFailedError(`${field} must be a decimal int64 string`);
   return token;
 }
 
-export function parseLimit(raw: string | undefined, fallback = 100, max = 1000): number {
+export function parseLimit(raw: string | undefined, fallback: number = PAGE_LIMIT.default, max: number = PAGE_LIMIT.max): number {
   if (raw === undefined) return fallback;
   if (!/^[0-9]{1,7}$/.test(raw)) throw new ValidationFailedError('limit must be a whole number');
   const limit = Number(raw);

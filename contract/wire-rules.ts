@@ -1,0 +1,95 @@
+/**
+ * The input rules of contract C3, once: the fencing-token and session-id
+ * patterns, the lock-key rule and the numeric
+ * limits of the request fields. The server's schemas and checks and the SDK
+ * read them from here; a test (test/layers/single-definitions.test.ts) fails
+ * when one is written again anywhere else.
+ *
+ * Plain data and functions, no import at all: the SDK bundles this file, and
+ * the console may too, without pulling in a schema library.
+ */
+
+// ---- fencing tokens and session ids ----
+
+/** int64 as a decimal string, the form the server answers and accepts (C3). */
+export const FENCING_TOKEN_PATTERN = '^(0|[1-9][0-9]{0,18})$';
+/** The largest fencing token: int64's maximum (the pattern alone admits 19 nines). */
+export const FENCING_TOKEN_MAX = 9223372036854775807n;
+const FENCING_TOKEN = new RegExp(FENCING_TOKEN_PATTERN);
+
+/** A decimal int64 fencing token: the pattern and ≤ 9223372036854775807. */
+export function isFencingToken(value: unknown): value is string {
+  if (typeof value !== 'string' || !FENCING_TOKEN.test(value)) return false;
+  // 18 digits or fewer cannot pass int64's maximum: no BigInt on the hot path.
+  return value.length < 19 || BigInt(value) <= FENCING_TOKEN_MAX;
+}
+
+/** Numeric comparison of two decimal fencing tokens: -1, 0 or 1. */
+export function compareFencingTokens(a: string, b: string): number {
+  const x = BigInt(a);
+  const y = BigInt(b);
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+export const SESSION_ID_PATTERN = '^[A-Za-z0-9_-]{1,64}$';
+
+/** The store backends, as the `holdfast-backend` header and every metric's `backend` label name them. */
+export const BACKENDS = ['postgres', 'embedded', 'etcd'] as const;
+export type BackendName = (typeof BACKENDS)[number];
+
+// ---- limits of request fields (C3 route table) ----
+
+/** L1 `ttlMillis`. */
+export const SESSION_TTL_MILLIS = { min: 1_000, max: 300_000, default: 15_000 } as const;
+/** L4/L5 `ttlMillis` (L4's default is the server's LOCK_DEFAULT_TTL_MS, itself within these bounds). */
+export const LOCK_TTL_MILLIS = { min: 1_000, max: 600_000, default: 30_000 } as const;
+/** L4 `waitMillis`: how long the server may wait for a release. */
+export const WAIT_MILLIS = { min: 0, max: 30_000, default: 0 } as const;
+/** A lock key's length in UTF-8 bytes. */
+export const KEY_BYTES = { min: 1, max: 512 } as const;
+/** L1 `owner`, in characters (UTF-16 code units, as JSON Schema counts them). */
+export const OWNER_CHARS = { max: 128 } as const;
+/** A3/A6 `reason`, in characters. */
+export const REASON_CHARS = { min: 1, max: 500 } as const;
+/** `limit` of the paged admin lists (A1, A2, A4). */
+export const PAGE_LIMIT = { min: 1, max: 1_000, default: 100 } as const;
+/** `limit` of A7 (most contended keys). */
+export const CONTENTION_TOP_LIMIT = { min: 1, max: 100, default: 10 } as const;
+/** `limit` of A7h (one key's history). */
+export const HISTORY_LIMIT = { min: 1, max: 500, default: 100 } as const;
+
+// ---- lock keys ----
+
+/** A UTF-16 surrogate without its partner: it has no UTF-8 encoding (Buffer would silently write U+FFFD). */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+/** C0 controls, DEL and C1 controls (Unicode Cc): never in a key, nor in any text the server takes. */
+export const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;
+
+export type KeyCheck = { ok: true; key: string } | { ok: false; problem: string };
+
+/**
+ * The lock-key rule (C3 "Lock keys"): the key as the store will hold it, or why it is refused:
+ * not 1–512 bytes of UTF-8, a control character, or a lone surrogate.
+ */
+export function checkLockKey(key: string): KeyCheck {
+  if (LONE_SURROGATE.test(key)) return { ok: false, problem: 'lock key must be valid UTF-8 (it holds a lone UTF-16 surrogate)' };
+  const bytes = utf8Length(key);
+  if (bytes < KEY_BYTES.min || bytes > KEY_BYTES.max) return { ok: false, problem: keyLengthProblem(bytes) };
+  if (CONTROL_CHARACTER.test(key)) return { ok: false, problem: 'lock key must not contain control characters' };
+  return { ok: true, key };
+}
+
+function keyLengthProblem(bytes: number): string {
+  return `lock key must be ${KEY_BYTES.min}–${KEY_BYTES.max} bytes of UTF-8 (got ${bytes})`;
+}
+
+/** UTF-8 length of a well-formed string (no lone surrogates), without Buffer or TextEncoder. */
+function utf8Length(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i += 1) {
+    const unit = text.charCodeAt(i);
+    // A surrogate pair is one 4-byte character: 2 bytes for each of its halves.
+    bytes += unit < 0x80 ? 1 : unit < 0x800 || (unit >= 0xd800 && unit <= 0xdfff) ? 2 : 3;
+  }
+  return bytes;
+}

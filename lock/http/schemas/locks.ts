@@ -1,0 +1,74 @@
+/** L4–L7: acquire, renew, release and read a lock. */
+import { Type } from 'typebox';
+import { LockReleasedSchema } from '../../../contract/records.js';
+import { LOCK_TTL_MILLIS, WAIT_MILLIS } from '../../../contract/wire-rules.js';
+import { ref } from './components.js';
+import { CLIENT_TOKEN, SESSION_TOKEN, errorResponses, json, keyParams, sessionId, strictObject, token } from './parts.js';
+
+const lockTtl = (description: string) =>
+  Type.Optional(Type.Integer({ minimum: LOCK_TTL_MILLIS.min, maximum: LOCK_TTL_MILLIS.max, description }));
+
+export const acquireBody = strictObject({
+  sessionId,
+  ttlMillis: lockTtl(`default LOCK_DEFAULT_TTL_MS (${LOCK_TTL_MILLIS.default})`),
+  waitMillis: Type.Optional(
+    Type.Integer({
+      minimum: WAIT_MILLIS.min,
+      maximum: WAIT_MILLIS.max,
+      description: `wait on the server up to this long; default ${WAIT_MILLIS.default}`,
+    }),
+  ),
+});
+
+export const renewBody = strictObject({
+  sessionId,
+  fencingToken: token,
+  ttlMillis: lockTtl("default: the grant's own TTL"),
+});
+
+export const releaseBody = strictObject({ sessionId, fencingToken: token });
+
+export const lockRouteSchemas = {
+  acquire: {
+    operationId: 'acquire',
+    summary: 'L4 — acquire a lock (optionally waiting on the server)',
+    description: 'A session that already holds the key gets its existing grant back (same token, no TTL change).',
+    tags: ['locks'],
+    security: SESSION_TOKEN,
+    params: keyParams,
+    body: acquireBody,
+    response: {
+      200: ref('LockGrant'),
+      ...errorResponses('UNAUTHENTICATED', 'SESSION_NOT_FOUND', 'LOCK_CONTENDED', 'DEADLOCK_DETECTED', 'CONTENTION_EXCEEDED'),
+    },
+  },
+  renew: {
+    operationId: 'renew',
+    summary: 'L5 — extend a live grant (same token, later expiresAt)',
+    tags: ['locks'],
+    security: SESSION_TOKEN,
+    params: keyParams,
+    body: renewBody,
+    response: { 200: ref('LockGrant'), ...errorResponses('UNAUTHENTICATED', 'SESSION_NOT_FOUND', 'LOCK_LOST') },
+  },
+  release: {
+    operationId: 'release',
+    summary: 'L6 — release a lock (compare-and-delete on key and fencing token)',
+    tags: ['locks'],
+    security: SESSION_TOKEN,
+    params: keyParams,
+    body: releaseBody,
+    response: {
+      200: json(LockReleasedSchema, 'Released.'),
+      ...errorResponses('UNAUTHENTICATED', 'SESSION_NOT_FOUND', 'LOCK_LOST'),
+    },
+  },
+  readLock: {
+    operationId: 'readLock',
+    summary: 'L7 — read a lock (held: false when free)',
+    tags: ['locks'],
+    security: CLIENT_TOKEN,
+    params: keyParams,
+    response: { 200: ref('LockInfo'), ...errorResponses('UNAUTHENTICATED') },
+  },
+} as const;
