@@ -115,8 +115,8 @@ export class LockClient {
   }
 
   /** Who holds `key` right now (L7). */
-  async readLock(key: string): Promise<LockInfo> {
-    validateKey(key);
+  async readLock(rawKey: string): Promise<LockInfo> {
+    const key = validateKey(rawKey);
     const { api, clock, random } = this.#rt;
     const answer = await retryTransient(clock, random, SHORT_BUDGET, 'the lock read', (timeout) =>
       api.readLock(key, timeout),

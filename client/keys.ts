@@ -1,12 +1,15 @@
 /**
- * Lock key rules (contract C3, one definition in contract/wire-rules.ts:
- * 1–512 bytes of UTF-8, no control characters, no lone surrogates) and
+ * Lock key rules (contract C3, one definition in contract/wire-rules.ts: NFC,
+ * 1–512 bytes of UTF-8, no control, invisible or bidi-control characters) and
  * the one canonical order every multi-key acquire uses.
  */
 import { ValidationError } from './errors.js';
 import { checkLockKey } from './wire.js';
 
-/** The key as the server will hold it, or a ValidationError (nothing is sent). */
+/**
+ * The key as the server will hold it — normalised to Unicode NFC, so "é" precomposed and
+ * decomposed are one key — or a ValidationError (nothing is sent).
+ */
 export function validateKey(key: unknown): string {
   if (typeof key !== 'string') throw new ValidationError(`lock key must be a string, got ${typeof key}`);
   const checked = checkLockKey(key);

@@ -113,8 +113,9 @@ export class LockSession {
   }
 
   /** Take `key`, retrying within the policy's budget. `null`: not granted. */
-  async acquire(key: string, options: AcquireOptions = {}): Promise<LockHandle | null> {
-    validateKey(key);
+  async acquire(rawKey: string, options: AcquireOptions = {}): Promise<LockHandle | null> {
+    // The key as the server holds it (NFC): "é" precomposed or decomposed is one key, one handle.
+    const key = validateKey(rawKey);
     const policy = AcquirePolicy.from(options.policy ?? this.#rt.defaultPolicy);
     this.#assertUsable();
     const nested = this.#reenter(key);
@@ -197,7 +198,8 @@ export class LockSession {
   ): Promise<T | null> {
     const handle = await this.acquire(key, options);
     if (handle === null) return null;
-    const stopRenewing = this.#renewWhileRunning(key);
+    // handle.key, not key: the key as validated (NFC), under which the session holds it.
+    const stopRenewing = this.#renewWhileRunning(handle.key);
     try {
       return await fn(handle);
     } finally {

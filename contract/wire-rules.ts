@@ -1,6 +1,6 @@
 /**
  * The input rules of contract C3, once: the fencing-token and session-id
- * patterns, the lock-key rule and the numeric
+ * patterns, the lock-key rule (with its NFC normalisation) and the numeric
  * limits of the request fields. The server's schemas and checks and the SDK
  * read them from here; a test (test/layers/single-definitions.test.ts) fails
  * when one is written again anywhere else.
@@ -45,7 +45,7 @@ export const SESSION_TTL_MILLIS = { min: 1_000, max: 300_000, default: 15_000 } 
 export const LOCK_TTL_MILLIS = { min: 1_000, max: 600_000, default: 30_000 } as const;
 /** L4 `waitMillis`: how long the server may wait for a release. */
 export const WAIT_MILLIS = { min: 0, max: 30_000, default: 0 } as const;
-/** A lock key's length in UTF-8 bytes. */
+/** A lock key's length in UTF-8 bytes, after NFC normalisation. */
 export const KEY_BYTES = { min: 1, max: 512 } as const;
 /** L1 `owner`, in characters (UTF-16 code units, as JSON Schema counts them). */
 export const OWNER_CHARS = { max: 128 } as const;
@@ -60,27 +60,61 @@ export const HISTORY_LIMIT = { min: 1, max: 500, default: 100 } as const;
 
 // ---- lock keys ----
 
+/** Printable ASCII only: already NFC, nothing invisible, one byte per character (the common case, checked first). */
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
 /** A UTF-16 surrogate without its partner: it has no UTF-8 encoding (Buffer would silently write U+FFFD). */
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 /** C0 controls, DEL and C1 controls (Unicode Cc): never in a key, nor in any text the server takes. */
 export const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;
+/**
+ * Characters that print as nothing: Unicode's Default_Ignorable_Code_Point set — zero-width
+ * space / joiners (U+200B–U+200D), word joiner (U+2060), BOM (U+FEFF), soft hyphen (U+00AD),
+ * every bidirectional control (U+061C, U+200E/F, U+202A–U+202E, U+2066–U+2069), variation
+ * selectors, Hangul fillers, tag characters. Two keys differing only in these look alike.
+ */
+const INVISIBLE = /\p{Default_Ignorable_Code_Point}/u;
 
 export type KeyCheck = { ok: true; key: string } | { ok: false; problem: string };
 
 /**
- * The lock-key rule (C3 "Lock keys"): the key as the store will hold it, or why it is refused:
- * not 1–512 bytes of UTF-8, a control character, or a lone surrogate.
+ * The lock-key rule (C3 "Lock keys"): the key as the store will hold it — normalised to
+ * Unicode NFC, so "é" typed precomposed (U+00E9) or decomposed (e + U+0301) is one key — or
+ * why it is refused: not 1–512 bytes of UTF-8 after normalisation, a lone surrogate, a control
+ * character, or an invisible / bidirectional-control character.
  */
 export function checkLockKey(key: string): KeyCheck {
+  if (PRINTABLE_ASCII.test(key)) {
+    return key.length >= KEY_BYTES.min && key.length <= KEY_BYTES.max ? { ok: true, key } : { ok: false, problem: keyLengthProblem(key.length) };
+  }
   if (LONE_SURROGATE.test(key)) return { ok: false, problem: 'lock key must be valid UTF-8 (it holds a lone UTF-16 surrogate)' };
-  const bytes = utf8Length(key);
-  if (bytes < KEY_BYTES.min || bytes > KEY_BYTES.max) return { ok: false, problem: keyLengthProblem(bytes) };
   if (CONTROL_CHARACTER.test(key)) return { ok: false, problem: 'lock key must not contain control characters' };
-  return { ok: true, key };
+  const invisible = INVISIBLE.exec(key);
+  if (invisible) {
+    return {
+      ok: false,
+      problem: `lock key must not contain invisible or bidirectional-control characters (found ${codePointName(invisible[0])})`,
+    };
+  }
+  const normalized = key.normalize('NFC');
+  const bytes = utf8Length(normalized);
+  if (bytes < KEY_BYTES.min || bytes > KEY_BYTES.max) return { ok: false, problem: keyLengthProblem(bytes) };
+  return { ok: true, key: normalized };
+}
+
+/**
+ * A key prefix or a key-valued filter (A1 `prefix`) in the form keys are stored in (NFC), so a
+ * decomposed "é" finds the keys it looks like. Not checked: a prefix may be any text.
+ */
+export function normalizeKeyPrefix(prefix: string): string {
+  return PRINTABLE_ASCII.test(prefix) ? prefix : prefix.normalize('NFC');
 }
 
 function keyLengthProblem(bytes: number): string {
   return `lock key must be ${KEY_BYTES.min}–${KEY_BYTES.max} bytes of UTF-8 (got ${bytes})`;
+}
+
+function codePointName(character: string): string {
+  return `U+${character.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
 }
 
 /** UTF-8 length of a well-formed string (no lone surrogates), without Buffer or TextEncoder. */

@@ -1,14 +1,14 @@
 /**
  * Input rules of contract C3 that JSON Schema cannot say alone, applied to the
- * HTTP surface: lock keys (contract's key rule: 1–512 bytes of UTF-8, no
- * control characters; percent-encoded in the path),
+ * HTTP surface: lock keys (contract's key rule: NFC, 1–512 bytes of UTF-8, no
+ * control, invisible or bidi-control characters; percent-encoded in the path),
  * int64 fencing tokens as decimal strings, and query-string integers. The rules
  * themselves are contract/wire-rules.ts's; this file turns a refusal into a 400.
  */
 import { PAGE_LIMIT, checkLockKey, isFencingToken } from '../../contract/wire-rules.js';
 import { ValidationFailedError } from '../errors.js';
 
-/** A decoded lock key, or a 400 naming what is wrong with it. */
+/** A decoded lock key as the store holds it (NFC), or a 400 naming what is wrong with it. */
 export function checkKey(key: string): string {
   const checked = checkLockKey(key);
   if (!checked.ok) throw new ValidationFailedError(checked.problem);
@@ -40,4 +40,36 @@ export function parseLimit(raw: string | undefined, fallback: number = PAGE_LIMI
   const limit = Number(raw);
   if (limit < 1 || limit > max) throw new ValidationFailedError(`limit must be between 1 and ${max}`);
   return limit;
+}
+
+/** The routes whose path holds a key, by method: the key segment, then these last segments. */
+const KEY_ROUTES: readonly { method: string; prefix: string; suffixes: readonly (string | null)[] }[] = [
+  { method: 'POST', prefix: '/v1/locks/', suffixes: ['acquire', 'renew', 'release'] },
+  { method: 'GET', prefix: '/v1/locks/', suffixes: [null] },
+  { method: 'POST', prefix: '/v1/admin/locks/', suffixes: ['revoke'] },
+  { method: 'GET', prefix: '/v1/admin/locks/', suffixes: ['history'] },
+];
+
+/**
+ * The message of a 404 for a path no route matches. When the path is a key route whose key
+ * segment holds an unencoded `/` (`POST /v1/locks/a/b/acquire`), it says so and shows the
+ * percent-encoded path: a key is exactly one path segment.
+ */
+export function noRouteMessage(method: string, url: string): string {
+  const path = url.split('?')[0]!;
+  const base = `no route ${method} ${path}`;
+  for (const route of KEY_ROUTES) {
+    if (route.method !== method || !path.startsWith(route.prefix)) continue;
+    const rest = path.slice(route.prefix.length);
+    for (const suffix of route.suffixes) {
+      const keyPart = suffix === null ? rest : rest.endsWith(`/${suffix}`) ? rest.slice(0, -suffix.length - 1) : undefined;
+      if (keyPart === undefined || !keyPart.includes('/') || keyPart.split('/').some((segment) => segment === '')) continue;
+      const encoded = keyPart.split('/').join('%2F');
+      return (
+        `${base}: a lock key is one path segment, so a "/" inside it must be percent-encoded as %2F ` +
+        `(encodeURIComponent(key)): ${route.prefix}${encoded}${suffix === null ? '' : `/${suffix}`}`
+      );
+    }
+  }
+  return base;
 }

@@ -47,7 +47,9 @@ export const cursor = queryString(1024, 'nextCursor of the previous page');
 export const keyParams = Type.Object({
   key: Type.String({
     description:
-      `The lock key: ${KEY_BYTES.min}–${KEY_BYTES.max} bytes of UTF-8 without control characters, percent-encoded (a \`/\` inside a key is \`%2F\`).`,
+      `The lock key: ${KEY_BYTES.min}–${KEY_BYTES.max} bytes of UTF-8 after Unicode NFC normalisation, without control, ` +
+      'invisible (zero-width, default-ignorable) or bidirectional-control characters, percent-encoded as one path segment ' +
+      '(a `/` inside a key is `%2F`; an unencoded one answers 404 NOT_FOUND naming this).',
   }),
 });
 export const sessionParams = Type.Object({ sessionId });
