@@ -5,10 +5,15 @@
  * /api/auth/codes) — or `{"token": "…"}`, a pasted admin token. Either way the
  * token travels browser → console at most once and is then kept only in the
  * sealed, httpOnly session cookie.
+ *
+ * Failures are rate-limited per client address and per code (signin-limits.ts):
+ * past the limit the answer is 429 RATE_LIMITED with Retry-After, and the
+ * credential is not checked at all.
  */
 import { clearSession, identityOf, refuse, sameOrigin, writeSession } from '../../lib/server/auth';
 import { resolveIdentity } from '../../lib/server/identity';
-import { redeemSignInCode } from '../../lib/server/signin-codes';
+import { codeIdOf, redeemSignInCode } from '../../lib/server/signin-codes';
+import { chargeSignInAttempt, clientAddress, codeLockedFor, rateLimited, recordCodeFailure } from '../../lib/server/signin-limits';
 
 export const dynamic = 'force-dynamic';
 
@@ -30,23 +35,35 @@ export async function POST(request: Request): Promise<Response> {
     if (typeof body.code !== 'string' || body.code.length === 0 || body.code.length > 256) {
       return refuse(400, 'VALIDATION_FAILED', 'code must be the string from the sign-in link');
     }
-    const signIn = redeemSignInCode(body.code);
-    if (!signIn) {
+    const attempt = chargeSignInAttempt(clientAddress(request));
+    if ('retryAfterMillis' in attempt) return rateLimited(attempt.retryAfterMillis, 'too many failed sign-ins from this address');
+    const locked = codeLockedFor(codeIdOf(body.code));
+    if (locked > 0) {
+      attempt.refund();
+      return rateLimited(locked, 'too many wrong tries for this sign-in link (a new link from npm run signin-link works at once)');
+    }
+    const redemption = redeemSignInCode(body.code);
+    if (!redemption.ok) {
+      if (redemption.wrongSecretFor !== undefined) recordCodeFailure(redemption.wrongSecretFor);
       return refuse(401, 'UNAUTHENTICATED', 'this sign-in link was already used or has expired; run npm start again for a new one, or paste a token');
     }
-    const session = await writeSession(signIn, request);
+    attempt.refund();
+    const session = await writeSession(redemption.signIn, request);
     return Response.json(identityOf(session), { headers: { 'cache-control': 'no-store' } });
   }
   const token = typeof body.token === 'string' ? body.token.trim() : '';
   if (token.length === 0 || token.length > MAX_TOKEN_LENGTH) return refuse(400, 'VALIDATION_FAILED', 'paste a token');
+  const attempt = chargeSignInAttempt(clientAddress(request));
+  if ('retryAfterMillis' in attempt) return rateLimited(attempt.retryAfterMillis, 'too many failed sign-ins from this address');
   const identity = await resolveIdentity(token);
   if (!identity.ok) {
-    const message =
-      identity.status === 401 || identity.status === 403
-        ? 'the lock server does not accept this token'
-        : identity.body.error.message;
+    const refused = identity.status === 401 || identity.status === 403;
+    // Only a refusal is a failed sign-in; an unreachable server said nothing about the token.
+    if (!refused) attempt.refund();
+    const message = refused ? 'the lock server does not accept this token' : identity.body.error.message;
     return Response.json({ error: { ...identity.body.error, message } }, { status: identity.status });
   }
+  attempt.refund();
   const session = await writeSession({ token, name: identity.body.name, role: identity.body.role }, request);
   return Response.json(identityOf(session), { headers: { 'cache-control': 'no-store' } });
 }

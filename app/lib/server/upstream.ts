@@ -10,7 +10,7 @@ export type UpstreamResult<T> =
   | { ok: true; status: number; body: T }
   | { ok: false; status: number; body: ConsoleError };
 
-/** Console-only error codes (the rest are the server's C3 codes, passed through). */
+/** Console-only error codes (the rest are the server's C3 codes, passed through); also RATE_LIMITED (signin-limits.ts). */
 export const UNREACHABLE = 'SERVER_UNREACHABLE';
 export const BAD_UPSTREAM = 'BAD_UPSTREAM_RESPONSE';
 

@@ -5,10 +5,15 @@
  * the lock server accepts can mint one, and it signs in as that token — this is
  * how `npm start` prints a sign-in link without putting the operator token in a
  * URL: it reads the local token file and asks here (scripts/start.sh).
+ *
+ * A bearer token the lock server refuses is a failed sign-in of the sending
+ * address, like a wrong pasted token (signin-limits.ts); pending codes are kept
+ * per issuer, so minting many never pushes out someone else's (signin-codes.ts).
  */
 import { refuse } from '../../../lib/server/auth';
 import { resolveIdentity } from '../../../lib/server/identity';
 import { mintSignInCode } from '../../../lib/server/signin-codes';
+import { chargeSignInAttempt, clientAddress, rateLimited } from '../../../lib/server/signin-limits';
 
 export const dynamic = 'force-dynamic';
 
@@ -17,12 +22,16 @@ export async function POST(request: Request): Promise<Response> {
   const match = /^Bearer ([^\s]{1,4096})$/.exec(header.trim());
   if (!match) return refuse(401, 'UNAUTHENTICATED', 'send the admin token as Authorization: Bearer <token>');
   const token = match[1]!;
+  const attempt = chargeSignInAttempt(clientAddress(request));
+  if ('retryAfterMillis' in attempt) return rateLimited(attempt.retryAfterMillis, 'too many failed sign-ins from this address');
   const identity = await resolveIdentity(token);
   if (!identity.ok) {
-    const message =
-      identity.status === 401 || identity.status === 403 ? 'the lock server does not accept this token' : identity.body.error.message;
+    const refused = identity.status === 401 || identity.status === 403;
+    if (!refused) attempt.refund();
+    const message = refused ? 'the lock server does not accept this token' : identity.body.error.message;
     return Response.json({ error: { ...identity.body.error, message } }, { status: identity.status, headers: { 'cache-control': 'no-store' } });
   }
+  attempt.refund();
   const { code, expiresAt } = mintSignInCode({ token, name: identity.body.name, role: identity.body.role });
   return Response.json(
     { code, expiresAt, path: `/signin?code=${code}` },
