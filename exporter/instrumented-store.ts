@@ -1,11 +1,11 @@
 /**
  * Wraps a LockStore so every SPI call is timed into `lock_store_seconds` and
  * traced as a child span, without the store or core knowing. Optional
- * capabilities (ReleaseWaiter, ReleaseFeed, FleetWaitState) pass through untimed,
+ * capabilities (releaseWaiter, releaseFeed, fleet) pass through untimed,
  * and only when the inner store has them.
  */
 import { SpanStatusCode, trace, type Span } from '@opentelemetry/api';
-import { hasReleaseWaiter, type LockStore, type ReleaseWaiter } from '../lock/store/spi.js';
+import type { LockStore } from '../lock/store/spi.js';
 import type { StoreOp, StoreOutcome } from '../contract/metric-table.js';
 import type { ServerMetrics } from './server-metrics.js';
 import { tracingActive } from './trace-context.js';
@@ -59,7 +59,7 @@ export function instrumentStore(store: LockStore, metrics: ServerMetrics): LockS
     wrappers.set(property, wrapper);
     return wrapper;
   };
-  const wrapped = new Proxy(store, {
+  return new Proxy(store, {
     get(target, property, receiver) {
       const cached = wrappers.get(property);
       if (cached) return cached;
@@ -70,9 +70,4 @@ export function instrumentStore(store: LockStore, metrics: ServerMetrics): LockS
       return wrapperOf(target, property as keyof LockStore, op);
     },
   });
-  if (!hasReleaseWaiter(store)) {
-    // The Proxy would expose waitForRelease as undefined anyway; make the absence explicit.
-    return wrapped;
-  }
-  return wrapped as LockStore & ReleaseWaiter;
 }

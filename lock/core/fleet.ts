@@ -5,7 +5,7 @@
  * store's lock) and answers the local waits the checker chose as victims.
  */
 import { randomBytes } from 'node:crypto';
-import type { FleetWaitState, LockStore } from '../store/spi.js';
+import type { FleetWaitState } from '../store/spi.js';
 import { chooseDeadlockVictims, DEFAULT_DEADLOCK_LIMITS } from './deadlock.js';
 import { countCycles, type WaiterRegistry } from './waiters.js';
 
@@ -41,7 +41,7 @@ export class FleetCoordinator {
   private readonly maxEdges: number;
 
   constructor(
-    readonly store: LockStore & FleetWaitState,
+    readonly store: FleetWaitState,
     private readonly waiters: WaiterRegistry,
     private readonly hooks: FleetHooks,
     options: FleetOptions = {},

@@ -7,7 +7,8 @@
  *   a lock the moment the store answers again) and ping (readiness).
  * - Refused at once while down: everything else that reads or writes the store.
  * - Not timed and not gated: lifecycle (init, close), the long waits that end on
- *   their own (waitForRelease, subscribeReleases) and the audit chain stream.
+ *   their own (releaseWaiter, releaseFeed) and the audit chain stream.
+ * - The fleet wait state (`store.fleet`) is checked the same way, method by method.
  *
  * A call that outlives `callTimeoutMillis` (with no other call answered since it
  * was sent) makes the store suspect, and a ping that fails confirms it — a hung store
@@ -20,10 +21,10 @@
  * left behind.
  */
 import { NotLeaderError } from '../errors.js';
-import type { FleetWaitState, LockStore, ReleaseFeed, ReleaseWaiter } from '../store/spi.js';
+import type { FleetWaitState, LockStore } from '../store/spi.js';
 import type { StoreHealth } from './store-health.js';
 
-type StoreMethod = keyof LockStore | keyof FleetWaitState | keyof ReleaseWaiter | keyof ReleaseFeed;
+type StoreMethod = keyof LockStore | keyof FleetWaitState;
 
 /**
  * Tried whatever the health says: a heartbeat or renewal may save a session or a lock; a wait's end
@@ -61,16 +62,22 @@ const GATED: ReadonlySet<StoreMethod> = new Set<StoreMethod>([
 ]);
 
 export function healthCheckedStore<S extends LockStore>(store: S, health: StoreHealth): S {
+  const fleet = store.fleet ? healthChecked(store.fleet, store.backend, health) : undefined;
+  return healthChecked(store, store.backend, health, fleet ? { fleet } : {});
+}
+
+/** `target` with its ALWAYS_TRIED methods timed and its GATED ones also refused while down; `replaced` properties swapped in. */
+function healthChecked<T extends object>(target: T, backend: string, health: StoreHealth, replaced: Partial<Record<PropertyKey, unknown>> = {}): T {
   const wrappers = new Map<PropertyKey, (...args: unknown[]) => Promise<unknown>>();
   const wrap = (property: StoreMethod, gated: boolean) => {
     const wrapper = (...args: unknown[]): Promise<unknown> => {
       if (gated && !health.up) {
-        return Promise.reject(new NotLeaderError(`the ${store.backend} store is unreachable (${health.cause}); retry after it returns`));
+        return Promise.reject(new NotLeaderError(`the ${backend} store is unreachable (${health.cause}); retry after it returns`));
       }
-      const method = Reflect.get(store, property) as (...a: unknown[]) => Promise<unknown>;
+      const method = Reflect.get(target, property) as (...a: unknown[]) => Promise<unknown>;
       let call: Promise<unknown>;
       try {
-        call = method.apply(store, args);
+        call = method.apply(target, args);
       } catch (error) {
         call = Promise.reject(error);
       }
@@ -80,11 +87,11 @@ export function healthCheckedStore<S extends LockStore>(store: S, health: StoreH
     return wrapper;
   };
 
-  const timed = <T>(call: Promise<T>, what: string): Promise<T> => {
+  const timed = <V>(call: Promise<V>, what: string): Promise<V> => {
     const timeoutMillis = health.options.callTimeoutMillis;
     const successesAtSend = health.successes;
     const timer = setTimeout(
-      () => health.failed(`the ${store.backend} store did not answer ${what} within ${timeoutMillis} ms`, successesAtSend),
+      () => health.failed(`the ${backend} store did not answer ${what} within ${timeoutMillis} ms`, successesAtSend),
       timeoutMillis,
     );
     timer.unref(); // the call itself keeps the process alive while it matters
@@ -104,16 +111,17 @@ export function healthCheckedStore<S extends LockStore>(store: S, health: StoreH
     );
   };
 
-  return new Proxy(store, {
-    get(target, property, receiver) {
+  return new Proxy(target, {
+    get(object, property, receiver) {
+      if (Object.hasOwn(replaced, property)) return replaced[property];
       const cached = wrappers.get(property);
       if (cached) return cached;
-      const value = Reflect.get(target, property, receiver);
+      const value = Reflect.get(object, property, receiver);
       if (typeof value !== 'function') return value;
       const method = property as StoreMethod;
       if (ALWAYS_TRIED.has(method)) return wrap(method, false);
       if (GATED.has(method)) return wrap(method, true);
-      return value.bind(target);
+      return value.bind(object);
     },
   });
 }

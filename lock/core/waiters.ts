@@ -6,6 +6,12 @@ import { randomBytes } from 'node:crypto';
  * behind `lock_deadlock_cycles`, immediate wake-up of local waiters when this
  * instance sees a key released, and an abort for every waiter of a session
  * that ends (so it answers SESSION_NOT_FOUND at once, not at its deadline).
+ *
+ * A waiter is registered before its first try (so a release landing right after the try still
+ * wakes it) but counts for nothing — no waiterCount, no per-session cap, no edge of the
+ * wait-for graph, no session abort — until it is admitted: after the store has checked its
+ * session token (its first try answered `held`). A request naming someone else's session
+ * therefore cannot charge or fake anything (issue 24).
  */
 import type { WaitEdge } from './wait-graph.js';
 
@@ -17,6 +23,8 @@ export class Waiter {
   deadlock: { sessions: string[]; keys: string[] } | null = null;
   /** Recorded in the store's fleet-wide wait state (once it first found the key held). */
   recordedInStore = false;
+  /** Its session token was checked by the store: it counts (see the registry's comment). */
+  admitted = false;
   private releaseCount = 0;
   private readonly listeners = new Set<() => void>();
   /**
@@ -69,27 +77,39 @@ export class Waiter {
 }
 
 export class WaiterRegistry {
+  /** Every waiter, admitted or not: releases wake from here. */
   private readonly byKey = new Map<string, Set<Waiter>>();
+  /** Admitted waiters only: everything that counts reads from here. */
+  private readonly admittedByKey = new Map<string, Set<Waiter>>();
   private readonly bySession = new Map<string, Set<Waiter>>();
   private readonly byWaitId = new Map<string, Waiter>();
   private nextWait = 0;
 
   constructor(private readonly waitIdPrefix = `w_${randomBytes(9).toString('base64url')}`) {}
 
-  register(key: string, sessionId: string, holderSessionId: string | null): Waiter {
-    const waiter = new Waiter(`${this.waitIdPrefix}_${++this.nextWait}`, key, sessionId, holderSessionId);
+  /** A waiter that is woken by releases of `key` but counts for nothing until admitted. */
+  register(key: string, sessionId: string): Waiter {
+    const waiter = new Waiter(`${this.waitIdPrefix}_${++this.nextWait}`, key, sessionId, null);
     addTo(this.byKey, key, waiter);
-    addTo(this.bySession, sessionId, waiter);
     this.byWaitId.set(waiter.waitId, waiter);
     return waiter;
+  }
+
+  /** The store has checked the waiter's session token: from now on it counts. */
+  admit(waiter: Waiter): void {
+    if (waiter.admitted || !this.byWaitId.has(waiter.waitId)) return;
+    waiter.admitted = true;
+    addTo(this.admittedByKey, waiter.key, waiter);
+    addTo(this.bySession, waiter.sessionId, waiter);
   }
 
   byId(waitId: string): Waiter | undefined {
     return this.byWaitId.get(waitId);
   }
 
+  /** Every admitted waiter. */
   all(): Waiter[] {
-    return [...this.byWaitId.values()];
+    return [...this.byWaitId.values()].filter((waiter) => waiter.admitted);
   }
 
   /** Every waiter tries again once (releases may have been missed). */
@@ -97,7 +117,7 @@ export class WaiterRegistry {
     for (const waiter of this.byWaitId.values()) waiter.notifyReleased();
   }
 
-  /** Waits this session has open on this instance. */
+  /** Admitted waits this session has open on this instance. */
   countForSession(sessionId: string): number {
     return this.bySession.get(sessionId)?.size ?? 0;
   }
@@ -105,25 +125,26 @@ export class WaiterRegistry {
   unregister(waiter: Waiter): void {
     this.byWaitId.delete(waiter.waitId);
     removeFrom(this.byKey, waiter.key, waiter);
+    removeFrom(this.admittedByKey, waiter.key, waiter);
     removeFrom(this.bySession, waiter.sessionId, waiter);
   }
 
   /** Every current wait on this instance, for the wait-for graph (GET /v1/admin/waits). */
   snapshot(): WaitEdge[] {
     const waits: WaitEdge[] = [];
-    for (const set of this.byKey.values()) {
+    for (const set of this.admittedByKey.values()) {
       for (const w of set) waits.push({ waiterSessionId: w.sessionId, key: w.key, holderSessionId: w.holderSessionId });
     }
     return waits;
   }
 
   count(key: string): number {
-    return this.byKey.get(key)?.size ?? 0;
+    return this.admittedByKey.get(key)?.size ?? 0;
   }
 
   total(): number {
     let n = 0;
-    for (const set of this.byKey.values()) n += set.size;
+    for (const set of this.admittedByKey.values()) n += set.size;
     return n;
   }
 
@@ -158,7 +179,7 @@ export class WaiterRegistry {
    */
   deadlockCycles(): number {
     const edges = new Map<string, Set<string>>();
-    for (const set of this.byKey.values()) {
+    for (const set of this.admittedByKey.values()) {
       for (const w of set) if (w.holderSessionId) addTo(edges, w.sessionId, w.holderSessionId);
     }
     return countCycles(edges);

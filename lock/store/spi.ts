@@ -25,9 +25,9 @@
  *   was built with, and keeps the chain head (last id and hash) beside the chain.
  * - A backend that cannot take writes (or cannot be reached in time) throws NotLeaderError.
  *
- * Waiting for a release is an optional capability beside this interface
- * (ReleaseWaiter below, or ReleaseFeed); so is the fleet-wide wait state
- * (FleetWaitState). Core detects each once when wired and never names a store.
+ * Waiting for a release is an optional capability of a store (`releaseWaiter`, or
+ * `releaseFeed`); so is the fleet-wide wait state (`fleet`). Each is a property fixed when the
+ * store is built: core reads them once when wired (its wait strategy) and never names a store.
  * - ReleaseFeed: a release is announced by the transaction that ends the lock
  *   (delivered after commit), for every key some instance has a recorded wait on.
  * - FleetWaitState: a wait row goes with its session (whoever ends it) and with its
@@ -200,6 +200,13 @@ export interface LockStore {
   readAuditHead(): Promise<AuditHead>;
 
   summary(): Promise<StoreSummary>;
+
+  /** Wakes a waiter when the key it failed on is released (etcd: a revision-addressed watch). */
+  readonly releaseWaiter?: ReleaseWaiter;
+  /** Releases anywhere in the fleet, announced after commit (SQL: LISTEN/NOTIFY). */
+  readonly releaseFeed?: ReleaseFeed;
+  /** Wait state shared by every instance on the store, and the instance registry. */
+  readonly fleet?: FleetWaitState;
 }
 
 export type WaitResult =
@@ -208,7 +215,7 @@ export type WaitResult =
   | { outcome: 'fallback'; cause: string };
 
 /**
- * Optional capability: wake a waiter when the key it failed on is released.
+ * A store's optional `releaseWaiter`: wake a waiter when the key it failed on is released.
  * Returns a hint, never a grant: core re-runs tryAcquire and may lose again.
  */
 export interface ReleaseWaiter {
@@ -224,12 +231,9 @@ export interface ReleaseWaiter {
   }): Promise<WaitResult>;
 }
 
-export function hasReleaseWaiter(store: LockStore): store is LockStore & ReleaseWaiter {
-  return typeof (store as Partial<ReleaseWaiter>).waitForRelease === 'function';
-}
 
 /**
- * Optional capability: keys released anywhere in the fleet (any instance on this store),
+ * A store's optional `releaseFeed`: keys released anywhere in the fleet (any instance on this store),
  * announced after the releasing transaction commits, for keys that have a recorded wait
  * (FleetWaitState.beginWait). A hint, like ReleaseWaiter: core re-runs tryAcquire.
  * Not every release reaches every wait: a release whose statement ran before the wait's
@@ -251,9 +255,6 @@ export interface ReleaseFeedListener {
   health(up: boolean, cause: string): void;
 }
 
-export function hasReleaseFeed(store: LockStore): store is LockStore & ReleaseFeed {
-  return typeof (store as Partial<ReleaseFeed>).subscribeReleases === 'function';
-}
 
 /** One recorded wait whose key is held by another live session: an edge of the wait-for graph. */
 export interface WaitEdge {
@@ -286,7 +287,7 @@ export interface InstancePublication {
 }
 
 /**
- * Optional capability: wait state shared by every instance on the store, and the
+ * A store's optional `fleet`: wait state shared by every instance on the store, and the
  * instance registry (heartbeats on the store's clock).
  */
 export interface FleetWaitState {
@@ -318,8 +319,4 @@ export interface FleetWaitState {
   resolveDeadlocks(limit: number, decide: (edges: readonly WaitEdge[]) => DeadlockVerdict[]): Promise<DeadlockVerdict[] | null>;
   /** This instance's waits marked as deadlock victims. */
   deadlockVictims(instanceId: string): Promise<DeadlockVerdict[]>;
-}
-
-export function hasFleetWaitState(store: LockStore): store is LockStore & FleetWaitState {
-  return typeof (store as Partial<FleetWaitState>).resolveDeadlocks === 'function';
 }

@@ -334,7 +334,7 @@ describe('C4 contract: release-watch fallback', () => {
   });
 });
 
-function withFailingReleaseWatch(store: LockStore): LockStore & ReleaseWaiter {
+function withFailingReleaseWatch(store: LockStore): LockStore {
   const waiter: ReleaseWaiter = {
     async waitForRelease() {
       return { outcome: 'fallback', cause: 'injected: watch compacted' };
@@ -342,9 +342,9 @@ function withFailingReleaseWatch(store: LockStore): LockStore & ReleaseWaiter {
   };
   return new Proxy(store, {
     get(target, property, receiver) {
-      if (property === 'waitForRelease') return waiter.waitForRelease;
+      if (property === 'releaseWaiter') return waiter;
       const value = Reflect.get(target, property, receiver);
       return typeof value === 'function' ? value.bind(target) : value;
     },
-  }) as LockStore & ReleaseWaiter;
+  });
 }

@@ -17,6 +17,7 @@ import { openTestSession } from '../support/store-sessions.js';
 
 describe.each(['postgres', 'embedded'] as const)('release feed on %s', (backend) => {
   let store: SqlLockStore;
+  let fleet: FleetWaitState;
   const payloads: string[] = [];
   const announced: string[] = [];
   let healthy = false;
@@ -29,12 +30,13 @@ describe.each(['postgres', 'embedded'] as const)('release feed on %s', (backend)
     const listen = db.listen!.bind(db);
     db.listen = (channel, handlers) => listen(channel, { ...handlers, notify: (p) => (payloads.push(p), handlers.notify(p)) });
     store = new SqlLockStore(db, backend);
+    fleet = store.fleet;
     await store.init();
-    unsubscribe = await store.subscribeReleases({
+    unsubscribe = await store.releaseFeed.subscribeReleases({
       released: (keys) => announced.push(...keys),
       health: (up) => (healthy = up),
     });
-    await store.heartbeatInstance({ instanceId, ttlMillis: 60_000 });
+    await fleet.heartbeatInstance({ instanceId, ttlMillis: 60_000 });
   });
   afterAll(async () => {
     unsubscribe();
@@ -55,20 +57,20 @@ describe.each(['postgres', 'embedded'] as const)('release feed on %s', (backend)
     const quiet = await store.tryAcquire({ key: 'quiet', session: holder.credential, ttlMillis: 60_000 });
     const busy = await store.tryAcquire({ key: 'busy', session: holder.credential, ttlMillis: 60_000 });
     if (quiet.kind !== 'granted' || busy.kind !== 'granted') throw new Error('not granted');
-    await store.beginWait({ waitId: `w-busy-${backend}`, sessionId: waiter.record.sessionId, key: 'busy', instanceId });
-    expect((await store.waiterCounts(['busy', 'quiet'])).get('busy')).toBe(1);
+    await fleet.beginWait({ waitId: `w-busy-${backend}`, sessionId: waiter.record.sessionId, key: 'busy', instanceId });
+    expect((await fleet.waiterCounts(['busy', 'quiet'])).get('busy')).toBe(1);
     await store.release({ key: 'quiet', session: holder.credential, fencingToken: quiet.grant.fencingToken });
     await store.release({ key: 'busy', session: holder.credential, fencingToken: busy.grant.fencingToken });
     await announcedSoon('busy');
     expect(announced).not.toContain('quiet');
-    await store.endWait(`w-busy-${backend}`);
-    expect(await store.totalWaiters()).toBe(0);
+    await fleet.endWait(`w-busy-${backend}`);
+    expect(await fleet.totalWaiters()).toBe(0);
   });
 
   it('announces locks ended by session close, kill, lock expiry and revoke', async () => {
     const waiter = await openTestSession(store);
     const keys = ['by-close', 'by-kill', 'by-expiry', 'by-revoke'];
-    for (const key of keys) await store.beginWait({ waitId: `w-${key}-${backend}`, sessionId: waiter.record.sessionId, key, instanceId });
+    for (const key of keys) await fleet.beginWait({ waitId: `w-${key}-${backend}`, sessionId: waiter.record.sessionId, key, instanceId });
     const a = await openTestSession(store);
     const b = await openTestSession(store);
     const c = await openTestSession(store);
@@ -90,7 +92,7 @@ describe.each(['postgres', 'embedded'] as const)('release feed on %s', (backend)
     const keys = Array.from({ length: 60 }, (_, i) => `big-${String(i).padStart(3, '0')}-${'x'.repeat(480)}`);
     for (const key of keys) {
       await store.tryAcquire({ key, session: holder.credential, ttlMillis: 60_000 });
-      await store.beginWait({ waitId: `w-${key.slice(0, 8)}-${backend}`, sessionId: waiter.record.sessionId, key, instanceId });
+      await fleet.beginWait({ waitId: `w-${key.slice(0, 8)}-${backend}`, sessionId: waiter.record.sessionId, key, instanceId });
     }
     const before = payloads.length;
     await store.closeSession(holder.credential);
@@ -104,7 +106,8 @@ describe.each(['postgres', 'embedded'] as const)('release feed on %s', (backend)
 });
 
 describe.each(['postgres', 'embedded', 'etcd'] as const)('fleet wait state on %s', (backend) => {
-  let store: LockStore & FleetWaitState;
+  let store: LockStore;
+  let fleet: FleetWaitState;
   let etcd: EtcdNode | undefined;
   const run = randomBytes(4).toString('hex');
   const instanceId = `i_test_${backend}_${run}`;
@@ -117,8 +120,9 @@ describe.each(['postgres', 'embedded', 'etcd'] as const)('fleet wait state on %s
       const db = await freshSqlDatabase(backend);
       store = new SqlLockStore(db, backend);
     }
+    fleet = store.fleet!;
     await store.init();
-    await store.heartbeatInstance({ instanceId, ttlMillis: 60_000 });
+    await fleet.heartbeatInstance({ instanceId, ttlMillis: 60_000 });
   });
   afterAll(async () => {
     await store?.close();
@@ -141,33 +145,33 @@ describe.each(['postgres', 'embedded', 'etcd'] as const)('fleet wait state on %s
     const gone = await openTestSession(store);
     const other = await openTestSession(store);
     const shortLived = `i_short_${backend}_${run}`;
-    expect((await store.heartbeatInstance({ instanceId: shortLived, ttlMillis: 1_000 })).joined).toBe(true);
-    await store.beginWait({ waitId: `w-session-${run}`, sessionId: gone.record.sessionId, key: 'vanish', instanceId });
-    await store.beginWait({ waitId: `w-instance-${run}`, sessionId: other.record.sessionId, key: 'vanish', instanceId: shortLived });
-    expect((await store.waiterCounts(['vanish'])).get('vanish')).toBe(2);
-    expect(await store.totalWaiters()).toBe(2);
+    expect((await fleet.heartbeatInstance({ instanceId: shortLived, ttlMillis: 1_000 })).joined).toBe(true);
+    await fleet.beginWait({ waitId: `w-session-${run}`, sessionId: gone.record.sessionId, key: 'vanish', instanceId });
+    await fleet.beginWait({ waitId: `w-instance-${run}`, sessionId: other.record.sessionId, key: 'vanish', instanceId: shortLived });
+    expect((await fleet.waiterCounts(['vanish'])).get('vanish')).toBe(2);
+    expect(await fleet.totalWaiters()).toBe(2);
     await store.closeSession(gone.credential);
-    expect((await store.waiterCounts(['vanish'])).get('vanish')).toBe(1);
+    expect((await fleet.waiterCounts(['vanish'])).get('vanish')).toBe(1);
     // No more heartbeats: the instance lapses on the store's clock and its wait stops counting.
-    await eventually(async () => (await store.waiterCounts(['vanish'])).get('vanish') === undefined);
-    expect(await store.totalWaiters()).toBe(0);
-    expect(await store.expireInstances(100)).toBeGreaterThanOrEqual(1);
-    expect(await store.expireInstances(100)).toBe(0); // swept once
+    await eventually(async () => (await fleet.waiterCounts(['vanish'])).get('vanish') === undefined);
+    expect(await fleet.totalWaiters()).toBe(0);
+    expect(await fleet.expireInstances(100)).toBeGreaterThanOrEqual(1);
+    expect(await fleet.expireInstances(100)).toBe(0); // swept once
     // A rejoining instance learns it was swept (its waits must be recorded again).
-    expect((await store.heartbeatInstance({ instanceId: shortLived, ttlMillis: 60_000 })).joined).toBe(true);
-    expect((await store.heartbeatInstance({ instanceId: shortLived, ttlMillis: 60_000 })).joined).toBe(false);
-    expect((await store.waiterCounts(['vanish'])).get('vanish')).toBeUndefined();
-    await store.leaveFleet(shortLived);
+    expect((await fleet.heartbeatInstance({ instanceId: shortLived, ttlMillis: 60_000 })).joined).toBe(true);
+    expect((await fleet.heartbeatInstance({ instanceId: shortLived, ttlMillis: 60_000 })).joined).toBe(false);
+    expect((await fleet.waiterCounts(['vanish'])).get('vanish')).toBeUndefined();
+    await fleet.leaveFleet(shortLived);
   });
 
   it('a wait of a session that lapses (no heartbeat) vanishes within its TTL; a wait of an unknown session is not recorded', async () => {
     const lapsing = await openTestSession(store, { ttlMillis: 1_000 });
-    await store.beginWait({ waitId: `w-lapse-${run}`, sessionId: lapsing.record.sessionId, key: 'lapse', instanceId });
-    await store.beginWait({ waitId: `w-ghost-${run}`, sessionId: `s_ghost_${run}`, key: 'lapse', instanceId });
-    expect((await store.waiterCounts(['lapse'])).get('lapse')).toBe(1);
+    await fleet.beginWait({ waitId: `w-lapse-${run}`, sessionId: lapsing.record.sessionId, key: 'lapse', instanceId });
+    await fleet.beginWait({ waitId: `w-ghost-${run}`, sessionId: `s_ghost_${run}`, key: 'lapse', instanceId });
+    expect((await fleet.waiterCounts(['lapse'])).get('lapse')).toBe(1);
     const started = Date.now();
     // No sweep needed: a lapsed session's wait stops counting on the store's clock.
-    await eventually(async () => (await store.waiterCounts(['lapse'])).get('lapse') === undefined);
+    await eventually(async () => (await fleet.waiterCounts(['lapse'])).get('lapse') === undefined);
     console.log(`${backend}: a lapsed session's wait stopped counting ${Date.now() - started} ms after a 1000 ms session's open`);
   });
 
@@ -175,24 +179,24 @@ describe.each(['postgres', 'embedded', 'etcd'] as const)('fleet wait state on %s
     const sessions = await Promise.all(Array.from({ length: 20 }, () => openTestSession(store)));
     const ended = await openTestSession(store);
     await store.closeSession(ended.credential);
-    const begins = [...sessions, ended].map((s, i) => store.beginWait({ waitId: `w-burst-${i}-${run}`, sessionId: s.record.sessionId, key: 'burst', instanceId }));
+    const begins = [...sessions, ended].map((s, i) => fleet.beginWait({ waitId: `w-burst-${i}-${run}`, sessionId: s.record.sessionId, key: 'burst', instanceId }));
     await Promise.all(begins);
-    expect((await store.waiterCounts(['burst'])).get('burst')).toBe(20);
-    await Promise.all(sessions.map((_, i) => store.endWait(`w-burst-${i}-${run}`)));
-    expect((await store.waiterCounts(['burst'])).get('burst')).toBeUndefined();
-    expect(await store.totalWaiters()).toBe(0);
+    expect((await fleet.waiterCounts(['burst'])).get('burst')).toBe(20);
+    await Promise.all(sessions.map((_, i) => fleet.endWait(`w-burst-${i}-${run}`)));
+    expect((await fleet.waiterCounts(['burst'])).get('burst')).toBeUndefined();
+    expect(await fleet.totalWaiters()).toBe(0);
   });
 
   it("publications: each live instance's last published JSON, none from an instance that left", async () => {
     const live = `i_pub_live_${backend}_${run}`;
     const left = `i_pub_gone_${backend}_${run}`;
-    await store.heartbeatInstance({ instanceId: live, ttlMillis: 60_000, published: { top: [{ key: 'k', count: 3 }] } });
-    expect((await store.heartbeatInstance({ instanceId: live, ttlMillis: 60_000, published: { top: [{ key: 'k', count: 4 }] } })).liveInstances).toBe(2);
-    await store.heartbeatInstance({ instanceId: left, ttlMillis: 60_000, published: { top: [] } });
-    await store.leaveFleet(left);
-    const published = (await store.instancePublications()).filter((p) => p.instanceId.startsWith('i_pub_'));
+    await fleet.heartbeatInstance({ instanceId: live, ttlMillis: 60_000, published: { top: [{ key: 'k', count: 3 }] } });
+    expect((await fleet.heartbeatInstance({ instanceId: live, ttlMillis: 60_000, published: { top: [{ key: 'k', count: 4 }] } })).liveInstances).toBe(2);
+    await fleet.heartbeatInstance({ instanceId: left, ttlMillis: 60_000, published: { top: [] } });
+    await fleet.leaveFleet(left);
+    const published = (await fleet.instancePublications()).filter((p) => p.instanceId.startsWith('i_pub_'));
     expect(published).toEqual([{ instanceId: live, published: { top: [{ key: 'k', count: 4 }] } }]);
-    await store.leaveFleet(live);
+    await fleet.leaveFleet(live);
   });
 
   it('marks the youngest wait of a cycle once; a second check finds nothing left to break', async () => {
@@ -200,23 +204,23 @@ describe.each(['postgres', 'embedded', 'etcd'] as const)('fleet wait state on %s
     const s2 = await openTestSession(store);
     await store.tryAcquire({ key: 'cyc-a', session: s1.credential, ttlMillis: 60_000 });
     await store.tryAcquire({ key: 'cyc-b', session: s2.credential, ttlMillis: 60_000 });
-    await store.beginWait({ waitId: `w-older-${run}`, sessionId: s1.record.sessionId, key: 'cyc-b', instanceId });
+    await fleet.beginWait({ waitId: `w-older-${run}`, sessionId: s1.record.sessionId, key: 'cyc-b', instanceId });
     await new Promise((r) => setTimeout(r, 5));
-    await store.beginWait({ waitId: `w-younger-${run}`, sessionId: s2.record.sessionId, key: 'cyc-a', instanceId });
-    expect((await store.waitForEdges(100)).filter((e) => e.key.startsWith('cyc-'))).toHaveLength(2);
-    const verdicts = await store.resolveDeadlocks(100, (edges) => chooseDeadlockVictims(edges));
+    await fleet.beginWait({ waitId: `w-younger-${run}`, sessionId: s2.record.sessionId, key: 'cyc-a', instanceId });
+    expect((await fleet.waitForEdges(100)).filter((e) => e.key.startsWith('cyc-'))).toHaveLength(2);
+    const verdicts = await fleet.resolveDeadlocks(100, (edges) => chooseDeadlockVictims(edges));
     expect(verdicts?.map((v) => v.waitId)).toEqual([`w-younger-${run}`]);
-    expect(await store.resolveDeadlocks(100, (edges) => chooseDeadlockVictims(edges))).toEqual([]);
-    const victims = await store.deadlockVictims(instanceId);
+    expect(await fleet.resolveDeadlocks(100, (edges) => chooseDeadlockVictims(edges))).toEqual([]);
+    const victims = await fleet.deadlockVictims(instanceId);
     expect(victims).toEqual([
       { waitId: `w-younger-${run}`, sessions: expect.arrayContaining([s1.record.sessionId, s2.record.sessionId]), keys: expect.arrayContaining(['cyc-a', 'cyc-b']) },
     ]);
     // The edges still show the cycle, its victim marked, until the victim's wait ends.
-    expect((await store.waitForEdges(100)).find((e) => e.waitId === `w-younger-${run}`)?.victim).toBe(true);
-    await store.endWait(`w-younger-${run}`);
-    expect(await store.deadlockVictims(instanceId)).toEqual([]);
-    await store.endWait(`w-older-${run}`);
-    expect(await store.totalWaiters()).toBe(0);
+    expect((await fleet.waitForEdges(100)).find((e) => e.waitId === `w-younger-${run}`)?.victim).toBe(true);
+    await fleet.endWait(`w-younger-${run}`);
+    expect(await fleet.deadlockVictims(instanceId)).toEqual([]);
+    await fleet.endWait(`w-older-${run}`);
+    expect(await fleet.totalWaiters()).toBe(0);
   });
 
   it('a wait on a key whose holder lapsed is no edge: no cycle through a dead holder', async () => {
@@ -224,11 +228,11 @@ describe.each(['postgres', 'embedded', 'etcd'] as const)('fleet wait state on %s
     const s2 = await openTestSession(store, { ttlMillis: 1_000 });
     await store.tryAcquire({ key: 'dead-a', session: s1.credential, ttlMillis: 60_000 });
     await store.tryAcquire({ key: 'dead-b', session: s2.credential, ttlMillis: 60_000 });
-    await store.beginWait({ waitId: `w-dead-1-${run}`, sessionId: s1.record.sessionId, key: 'dead-b', instanceId });
-    await store.beginWait({ waitId: `w-dead-2-${run}`, sessionId: s2.record.sessionId, key: 'dead-a', instanceId });
-    expect((await store.waitForEdges(100)).filter((e) => e.key.startsWith('dead-'))).toHaveLength(2);
-    await eventually(async () => (await store.waitForEdges(100)).filter((e) => e.key.startsWith('dead-')).length === 0);
-    expect(await store.resolveDeadlocks(100, (edges) => chooseDeadlockVictims(edges))).toEqual([]);
-    await store.endWait(`w-dead-1-${run}`);
+    await fleet.beginWait({ waitId: `w-dead-1-${run}`, sessionId: s1.record.sessionId, key: 'dead-b', instanceId });
+    await fleet.beginWait({ waitId: `w-dead-2-${run}`, sessionId: s2.record.sessionId, key: 'dead-a', instanceId });
+    expect((await fleet.waitForEdges(100)).filter((e) => e.key.startsWith('dead-'))).toHaveLength(2);
+    await eventually(async () => (await fleet.waitForEdges(100)).filter((e) => e.key.startsWith('dead-')).length === 0);
+    expect(await fleet.resolveDeadlocks(100, (edges) => chooseDeadlockVictims(edges))).toEqual([]);
+    await fleet.endWait(`w-dead-1-${run}`);
   });
 });

@@ -28,18 +28,23 @@ function switchable(store: LockStore) {
       for (const proceed of hung.splice(0)) proceed();
     },
   };
-  const proxy = new Proxy(store, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver);
-      if (typeof value !== 'function' || property === 'backend' || property === 'close' || property === 'init') return value;
-      return (...args: unknown[]) => {
-        state.calls.set(String(property), (state.calls.get(String(property)) ?? 0) + 1);
-        if (state.mode === 'refuse') return Promise.reject(new NotLeaderError('connect ECONNREFUSED 127.0.0.1:5432'));
-        if (state.mode === 'hang') return new Promise((resolve) => hung.push(() => resolve((value as (...a: unknown[]) => unknown).apply(target, args))));
-        return (value as (...a: unknown[]) => unknown).apply(target, args);
-      };
-    },
-  });
+  // The fleet wait state (store.fleet) is the same database: it refuses and hangs with the rest.
+  const switched = <T extends object>(target: T): T =>
+    new Proxy(target, {
+      get(object, property, receiver) {
+        const value = Reflect.get(object, property, receiver);
+        if (property === 'fleet' && value) return fleet;
+        if (typeof value !== 'function' || property === 'backend' || property === 'close' || property === 'init') return value;
+        return (...args: unknown[]) => {
+          state.calls.set(String(property), (state.calls.get(String(property)) ?? 0) + 1);
+          if (state.mode === 'refuse') return Promise.reject(new NotLeaderError('connect ECONNREFUSED 127.0.0.1:5432'));
+          if (state.mode === 'hang') return new Promise((resolve) => hung.push(() => resolve((value as (...a: unknown[]) => unknown).apply(object, args))));
+          return (value as (...a: unknown[]) => unknown).apply(object, args);
+        };
+      },
+    });
+  const fleet = store.fleet ? switched(store.fleet) : undefined;
+  const proxy = switched(store);
   return { store: proxy, state, count: (method: string) => state.calls.get(method) ?? 0 };
 }
 

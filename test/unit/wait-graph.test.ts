@@ -1,6 +1,15 @@
 import { expect, test } from 'vitest';
 import { findCycles } from '../../lock/core/wait-graph.js';
-import { WaiterRegistry } from '../../lock/core/waiters.js';
+import { WaiterRegistry, type Waiter } from '../../lock/core/waiters.js';
+
+/** A waiter whose session the store has checked (it counts), waiting on `holder`. */
+function admitted(registry: WaiterRegistry, key: string, sessionId: string, holder: string | null): Waiter {
+  const waiter = registry.register(key, sessionId);
+  waiter.holderSessionId = holder;
+  registry.admit(waiter);
+  return waiter;
+}
+
 
 test('a chain has no cycle; closing it makes one with every session in it', () => {
   const chain = [
@@ -25,9 +34,9 @@ test('separate cycles are reported apart; unknown holders are not edges', () => 
 
 test('the registry lists its waits and agrees with its own cycle count', () => {
   const registry = new WaiterRegistry();
-  registry.register('b', 'A', 'B');
-  const w = registry.register('a', 'B', 'A');
-  registry.register('c', 'C', null);
+  admitted(registry, 'b', 'A', 'B');
+  const w = admitted(registry, 'a', 'B', 'A');
+  admitted(registry, 'c', 'C', null);
   expect(registry.snapshot()).toEqual(
     expect.arrayContaining([
       { waiterSessionId: 'A', key: 'b', holderSessionId: 'B' },

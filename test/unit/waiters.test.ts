@@ -1,11 +1,20 @@
 import { expect, test } from 'vitest';
-import { WaiterRegistry, countCycles } from '../../lock/core/waiters.js';
+import { WaiterRegistry, countCycles, type Waiter } from '../../lock/core/waiters.js';
+
+/** A waiter whose session the store has checked (it counts), waiting on `holder`. */
+function admitted(registry: WaiterRegistry, key: string, sessionId: string, holder: string | null): Waiter {
+  const waiter = registry.register(key, sessionId);
+  waiter.holderSessionId = holder;
+  registry.admit(waiter);
+  return waiter;
+}
+
 
 test('counts waiters per key and in total', () => {
   const registry = new WaiterRegistry();
-  const a = registry.register('k', 's1', 'h');
-  registry.register('k', 's2', 'h');
-  registry.register('j', 's3', 'h');
+  const a = admitted(registry, 'k', 's1', 'h');
+  admitted(registry, 'k', 's2', 'h');
+  admitted(registry, 'j', 's3', 'h');
   expect(registry.count('k')).toBe(2);
   expect(registry.total()).toBe(3);
   registry.unregister(a);
@@ -15,7 +24,7 @@ test('counts waiters per key and in total', () => {
 
 test('a release that lands before the wait begins is not lost', async () => {
   const registry = new WaiterRegistry();
-  const waiter = registry.register('k', 's1', null);
+  const waiter = admitted(registry, 'k', 's1', null);
   const seen = waiter.releasesSeen;
   registry.keyReleased('k'); // between the failed try and the wait
   let woke = false;
@@ -25,8 +34,8 @@ test('a release that lands before the wait begins is not lost', async () => {
 
 test('a session end aborts every waiter of that session only', () => {
   const registry = new WaiterRegistry();
-  const mine = registry.register('k', 's1', null);
-  const other = registry.register('k', 's2', null);
+  const mine = admitted(registry, 'k', 's1', null);
+  const other = admitted(registry, 'k', 's2', null);
   registry.sessionEnded('s1');
   expect(mine.sessionEnded.signal.aborted).toBe(true);
   expect(other.sessionEnded.signal.aborted).toBe(false);
@@ -34,20 +43,20 @@ test('a session end aborts every waiter of that session only', () => {
 
 test('deadlock cycles in the wait-for graph', () => {
   const registry = new WaiterRegistry();
-  registry.register('b', 'A', 'B'); // A waits for B
+  admitted(registry, 'b', 'A', 'B'); // A waits for B
   expect(registry.deadlockCycles()).toBe(0);
-  registry.register('a', 'B', 'A'); // B waits for A: a cycle
+  admitted(registry, 'a', 'B', 'A'); // B waits for A: a cycle
   expect(registry.deadlockCycles()).toBe(1);
-  registry.register('x', 'C', 'D');
-  registry.register('y', 'D', 'E');
-  registry.register('z', 'E', 'C'); // a second, three-session cycle
+  admitted(registry, 'x', 'C', 'D');
+  admitted(registry, 'y', 'D', 'E');
+  admitted(registry, 'z', 'E', 'C'); // a second, three-session cycle
   expect(registry.deadlockCycles()).toBe(2);
 });
 
 test('a release wakes the longest-waiting waiter only', async () => {
   const registry = new WaiterRegistry();
-  const first = registry.register('k', 's1', null);
-  const second = registry.register('k', 's2', null);
+  const first = admitted(registry, 'k', 's1', null);
+  const second = admitted(registry, 'k', 's2', null);
   const [seenFirst, seenSecond] = [first.releasesSeen, second.releasesSeen];
   registry.keyReleased('k');
   expect(first.releasesSeen).toBe(seenFirst + 1);
@@ -61,10 +70,10 @@ test('the cycle search is iterative: 10,000 sessions waiting in one chain do not
   const registry = new WaiterRegistry();
   const n = 10_000;
   // s0 waits on k1 held by s1, s1 on k2 held by s2, ... : a chain of waits.
-  for (let i = 0; i < n - 1; i++) registry.register(`k${i + 1}`, `s${i}`, `s${i + 1}`);
+  for (let i = 0; i < n - 1; i++) admitted(registry, `k${i + 1}`, `s${i}`, `s${i + 1}`);
   expect(registry.deadlockCycles()).toBe(0);
   // The last one waits on what s0 holds: one cycle of 10,000 sessions.
-  registry.register('k0', `s${n - 1}`, 's0');
+  admitted(registry, 'k0', `s${n - 1}`, 's0');
   expect(registry.deadlockCycles()).toBe(1);
 });
 
@@ -82,7 +91,7 @@ test('countCycles finds separate cycles and self-loops, not mere chains', () => 
 test('a release announced twice (locally, then by the release feed) wakes one waiter, in FIFO order', async () => {
   const registry = new WaiterRegistry();
   const parkAll = new AbortController();
-  const waiters = ['s1', 's2', 's3'].map((s) => registry.register('k', s, 'holder'));
+  const waiters = ['s1', 's2', 's3'].map((s) => admitted(registry, 'k', s, 'holder'));
   const woke: string[] = [];
   const park = (w: (typeof waiters)[number]) => void w.releasedSince(w.releasesSeen, parkAll.signal).then(() => woke.push(w.sessionId));
   const settle = () => new Promise((resolve) => setImmediate(resolve));
@@ -104,4 +113,26 @@ test('a release announced twice (locally, then by the release feed) wakes one wa
   registry.keyReleased('k');
   await settle();
   expect(woke).toEqual(['s1', 's1', 's2']);
+});
+
+test('a waiter not yet admitted (its session token unchecked) is woken by releases but counts for nothing', async () => {
+  const registry = new WaiterRegistry();
+  const pending = registry.register('k', 'victim');
+  pending.holderSessionId = 'holder';
+  expect(registry.count('k')).toBe(0);
+  expect(registry.total()).toBe(0);
+  expect(registry.countForSession('victim')).toBe(0);
+  expect(registry.snapshot()).toEqual([]);
+  expect(registry.all()).toEqual([]);
+  // A session end names only admitted waits: the unchecked one is not aborted on its behalf.
+  registry.sessionEnded('victim');
+  expect(pending.sessionEnded.signal.aborted).toBe(false);
+  const seen = pending.releasesSeen;
+  registry.keyReleased('k');
+  expect(pending.releasesSeen).toBe(seen + 1);
+  registry.admit(pending);
+  expect([registry.count('k'), registry.total(), registry.countForSession('victim')]).toEqual([1, 1, 1]);
+  registry.unregister(pending);
+  registry.admit(pending); // admitting after it left does not bring it back
+  expect(registry.total()).toBe(0);
 });

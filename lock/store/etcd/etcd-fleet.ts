@@ -17,7 +17,7 @@
  *   stands exactly as read.
  */
 import type { Etcd3, ICompare, IKeyValue, IRequestOp } from 'etcd3';
-import type { DeadlockVerdict, InstancePublication, WaitEdge } from '../spi.js';
+import type { DeadlockVerdict, FleetWaitState, InstancePublication, WaitEdge } from '../spi.js';
 import { range, readTxn } from './etcd-client.js';
 import type { KeyLayout } from './keys.js';
 import { grantLease, leaseTtlSeconds, revokeLease } from './leases.js';
@@ -70,7 +70,7 @@ const READ_BATCH = 100;
 /** A verdict txn compares its whole cycle up to this many ops; a longer ring compares only its victim. */
 const MAX_VERDICT_COMPARES = 100;
 
-export class EtcdFleet {
+export class EtcdFleet implements FleetWaitState {
   /** Leases of the instances this process heartbeats (normally one). */
   private readonly instanceLeases = new Map<string, string>();
   /** Waits recorded through this process, so endWait finds their keys without a scan. */

@@ -36,14 +36,11 @@ import type {
   AuditHead,
   AuditQuery,
   CloseSessionResult,
-  DeadlockVerdict,
   EndedLock,
   EndedSession,
-  FleetWaitState,
   ForceRevokeResult,
   HeartbeatResult,
   HeldLock,
-  InstancePublication,
   KillSessionResult,
   ListQuery,
   LockStore,
@@ -54,7 +51,6 @@ import type {
   SessionRecord,
   StoreSummary,
   TryAcquireResult,
-  WaitEdge,
   WaitResult,
 } from '../spi.js';
 import * as audit from './audit-log.js';
@@ -135,7 +131,7 @@ interface SessionState {
   readRevision: string;
 }
 
-export class EtcdStore implements LockStore, ReleaseWaiter, FleetWaitState {
+export class EtcdStore implements LockStore, ReleaseWaiter {
   readonly backend: BackendName = 'etcd';
   private readonly keys: KeyLayout;
   private readonly sessions = new SessionCache();
@@ -154,7 +150,10 @@ export class EtcdStore implements LockStore, ReleaseWaiter, FleetWaitState {
   );
   private readonly acquires: AcquireBatcher;
   /** Instance registry, fleet-wide waits and deadlock verdicts (etcd-fleet.ts). */
-  private readonly fleet: EtcdFleet;
+  /** The fleet-wide wait state (etcd-fleet.ts). */
+  readonly fleet: EtcdFleet;
+  /** Revision-addressed waits (waitForRelease below). */
+  readonly releaseWaiter: ReleaseWaiter = { waitForRelease: (req) => this.waitForRelease(req) };
 
   constructor(private readonly options: EtcdStoreOptions) {
     if (options.endpoints.length === 0) throw new Error('EtcdStore needs at least one endpoint');
@@ -727,52 +726,6 @@ export class EtcdStore implements LockStore, ReleaseWaiter, FleetWaitState {
       const oldest = this.lastHolders.keys().next();
       if (!oldest.done) this.lastHolders.delete(oldest.value);
     }
-  }
-
-  // ---------------------------------------------------------------- fleet (etcd-fleet.ts)
-
-  heartbeatInstance(req: { instanceId: string; ttlMillis: number; published?: unknown }): Promise<{ liveInstances: number; joined: boolean }> {
-    return this.fleet.heartbeatInstance(req);
-  }
-
-  leaveFleet(instanceId: string): Promise<void> {
-    return this.fleet.leaveFleet(instanceId);
-  }
-
-  expireInstances(limit: number): Promise<number> {
-    return this.fleet.expireInstances(limit);
-  }
-
-  instancePublications(): Promise<InstancePublication[]> {
-    return this.fleet.instancePublications();
-  }
-
-  beginWait(req: { waitId: string; sessionId: string; key: string; instanceId: string }): Promise<void> {
-    return this.fleet.beginWait(req);
-  }
-
-  endWait(waitId: string): Promise<void> {
-    return this.fleet.endWait(waitId);
-  }
-
-  waiterCounts(keys: readonly string[]): Promise<Map<string, number>> {
-    return this.fleet.waiterCounts(keys);
-  }
-
-  totalWaiters(): Promise<number> {
-    return this.fleet.totalWaiters();
-  }
-
-  waitForEdges(limit: number): Promise<WaitEdge[]> {
-    return this.fleet.waitForEdges(limit);
-  }
-
-  resolveDeadlocks(limit: number, decide: (edges: readonly WaitEdge[]) => DeadlockVerdict[]): Promise<DeadlockVerdict[] | null> {
-    return this.fleet.resolveDeadlocks(limit, decide);
-  }
-
-  deadlockVictims(instanceId: string): Promise<DeadlockVerdict[]> {
-    return this.fleet.deadlockVictims(instanceId);
   }
 
   // ---------------------------------------------------------------- internals

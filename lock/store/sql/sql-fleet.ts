@@ -6,7 +6,7 @@
  * Lock order: waiter rows are only ever locked after session or instance rows (by the
  * cascades) or alone (endWait, verdict marks), so these writes add no cycle to the store's.
  */
-import type { DeadlockVerdict, InstancePublication, ReleaseFeedListener, WaitEdge } from '../spi.js';
+import type { DeadlockVerdict, FleetWaitState, InstancePublication, ReleaseFeed, ReleaseFeedListener, WaitEdge } from '../spi.js';
 import type { Row, SqlDatabase } from './queryable.js';
 import { StatementBatcher } from './statement-batcher.js';
 
@@ -40,7 +40,7 @@ const EDGES = (onlyUnresolved: boolean) => `
   ORDER BY w.started_at, w.wait_id
   LIMIT $1`;
 
-export class SqlFleet {
+export class SqlFleet implements FleetWaitState, ReleaseFeed {
   constructor(private readonly db: SqlDatabase) {}
 
   async heartbeatInstance(req: { instanceId: string; ttlMillis: number; published?: unknown }): Promise<{ liveInstances: number; joined: boolean }> {

@@ -9,20 +9,16 @@
  */
 import type { LockGrant } from '../../../contract/records.js';
 import { createAuditSealer, type AuditSealer } from '../../audit/chain.js';
-import { NotLeaderError, ValidationFailedError } from '../../errors.js';
+import { NotLeaderError } from '../../errors.js';
+import { guardedDatabase, guardSql } from './sql-errors.js';
 import type { AuditEntry, BackendName, FencingToken, Page, SessionEndCause, SessionInfo } from '../../../contract/records.js';
 import type {
   AuditDraft,
   AuditHead,
   AuditQuery,
   CloseSessionResult,
-  DeadlockVerdict,
   EndedLock,
-  FleetWaitState,
-  InstancePublication,
   ReleaseFeed,
-  ReleaseFeedListener,
-  WaitEdge,
   EndedSession,
   ForceRevokeResult,
   HeartbeatResult,
@@ -60,11 +56,6 @@ const DB_NOW = '(SELECT holdfast_now_ms())';
 const LIVE_LOCK = (alias: string, now = DB_NOW) =>
   `${alias}.expires_at > ${now} AND EXISTS (SELECT 1 FROM holdfast_sessions hs WHERE hs.session_id = ${alias}.session_id AND hs.expires_at > ${now})`;
 
-/** PostgreSQL SQLSTATEs that mean "cannot take writes now", answered 503 NOT_LEADER. */
-const NOT_LEADER_STATES = new Set(['25006', '57P01', '57P02', '57P03', '57014', '08000', '08003', '08006', '08001', '08004']);
-const NOT_LEADER_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT']);
-/** pg's client-side timeouts (connect, query) and a dropped connection: the database is out of reach. */
-const UNREACHABLE_MESSAGE = /Connection terminated|timeout exceeded when trying to connect|Query read timeout/i;
 
 interface ReleaseRequest {
   key: string;
@@ -84,9 +75,10 @@ export interface SqlLockStoreOptions {
   sealer?: AuditSealer;
 }
 
-export class SqlLockStore implements LockStore, ReleaseFeed, FleetWaitState {
+export class SqlLockStore implements LockStore {
   private readonly releases = new StatementBatcher((batch: ReleaseRequest[]) => this.releaseBatch(batch));
-  private readonly fleet: SqlFleet;
+  /** The fleet-wide wait state and the release feed (sql-fleet.ts), with the store's error mapping. */
+  readonly fleet: SqlFleet;
   private readonly acquires = new StatementBatcher((batch: AcquireRequest[]) => this.acquireBatch(batch));
   // Group commit for the steady load: at most two heartbeat (and two open) statements in flight,
   // so 128 callers make a few large statements rather than a pool full of small ones.
@@ -100,7 +92,11 @@ export class SqlLockStore implements LockStore, ReleaseFeed, FleetWaitState {
     options: SqlLockStoreOptions = {},
   ) {
     this.sealer = options.sealer ?? createAuditSealer();
-    this.fleet = new SqlFleet(db);
+    this.fleet = new SqlFleet(guardedDatabase(db, backend));
+  }
+
+  get releaseFeed(): ReleaseFeed {
+    return this.fleet;
   }
 
   async init(): Promise<void> {
@@ -505,56 +501,6 @@ export class SqlLockStore implements LockStore, ReleaseFeed, FleetWaitState {
     };
   }
 
-  // ---- fleet (sql-fleet.ts) -------------------------------------------------
-
-  subscribeReleases(listener: ReleaseFeedListener): Promise<() => void> {
-    return this.fleet.subscribeReleases(listener);
-  }
-
-  heartbeatInstance(req: { instanceId: string; ttlMillis: number; published?: unknown }): Promise<{ liveInstances: number; joined: boolean }> {
-    return this.guard(() => this.fleet.heartbeatInstance(req));
-  }
-
-  leaveFleet(instanceId: string): Promise<void> {
-    return this.guard(() => this.fleet.leaveFleet(instanceId));
-  }
-
-  expireInstances(limit: number): Promise<number> {
-    return this.guard(() => this.fleet.expireInstances(limit));
-  }
-
-  instancePublications(): Promise<InstancePublication[]> {
-    return this.guard(() => this.fleet.instancePublications());
-  }
-
-  beginWait(req: { waitId: string; sessionId: string; key: string; instanceId: string }): Promise<void> {
-    return this.guard(() => this.fleet.beginWait(req));
-  }
-
-  endWait(waitId: string): Promise<void> {
-    return this.guard(() => this.fleet.endWait(waitId));
-  }
-
-  waiterCounts(keys: readonly string[]): Promise<Map<string, number>> {
-    return this.guard(() => this.fleet.waiterCounts(keys));
-  }
-
-  totalWaiters(): Promise<number> {
-    return this.guard(() => this.fleet.totalWaiters());
-  }
-
-  waitForEdges(limit: number): Promise<WaitEdge[]> {
-    return this.guard(() => this.fleet.waitForEdges(limit));
-  }
-
-  resolveDeadlocks(limit: number, decide: (edges: readonly WaitEdge[]) => DeadlockVerdict[]): Promise<DeadlockVerdict[] | null> {
-    return this.guard(() => this.fleet.resolveDeadlocks(limit, decide));
-  }
-
-  deadlockVictims(instanceId: string): Promise<DeadlockVerdict[]> {
-    return this.guard(() => this.fleet.deadlockVictims(instanceId));
-  }
-
   // ---- internals ----------------------------------------------------------
 
   /**
@@ -625,21 +571,9 @@ export class SqlLockStore implements LockStore, ReleaseFeed, FleetWaitState {
     return entry;
   }
 
-  /** Maps "cannot take writes" failures to NOT_LEADER; everything else propagates as is. */
-  private async guard<T>(operation: () => Promise<T>): Promise<T> {
-    try {
-      return await operation();
-    } catch (error) {
-      const e = error as { code?: string; message?: string };
-      if ((e.code && (NOT_LEADER_STATES.has(e.code) || NOT_LEADER_ERRNOS.has(e.code))) || UNREACHABLE_MESSAGE.test(e.message ?? '')) {
-        throw new NotLeaderError(`the ${this.backend} store cannot take writes: ${e.message ?? e.code}`);
-      }
-      // Class 22 (data exception): a value PostgreSQL cannot take slipped past validation; it is input, not a bug.
-      if (typeof e.code === 'string' && e.code.startsWith('22')) {
-        throw new ValidationFailedError(`the ${this.backend} store refused a value: ${e.message ?? e.code}`);
-      }
-      throw error;
-    }
+  /** Maps "cannot take writes" failures to NOT_LEADER (sql-errors.ts). */
+  private guard<T>(operation: () => Promise<T>): Promise<T> {
+    return guardSql(this.backend, operation);
   }
 }
 

@@ -1,0 +1,209 @@
+/**
+ * One acquire's server-side wait, from its first try to its answer: registered with the waiter
+ * registry (woken by releases), admitted once the store has checked its session token (only then
+ * is it counted, capped and recorded in the fleet wait state), parked by the service's wait
+ * strategy, and cleaned up however it ends. It rides a store outage out until its deadline.
+ */
+import { DeadlockDetectedError, NotLeaderError, SessionNotFoundError } from '../errors.js';
+import type { EventContext, LockEvents } from '../../contract/lock-events.js';
+import type { WaitOutcome } from '../../contract/metric-table.js';
+import type { HeldLock, SessionCredential, TryAcquireResult } from '../store/spi.js';
+import type { Clock } from './clock.js';
+import type { ContentionAnswers } from './contention-answers.js';
+import type { LockInsight } from './insight.js';
+import type { WaitRecords } from './wait-records.js';
+import type { Poller, WaitStrategy } from './wait-strategy.js';
+import type { Waiter, WaiterRegistry } from './waiters.js';
+
+export interface AcquireWaitDeps {
+  clock: Clock;
+  waiters: WaiterRegistry;
+  strategy: WaitStrategy;
+  poller: Poller;
+  /** Null when the store keeps no fleet-wide wait state. */
+  records: WaitRecords | null;
+  contention: ContentionAnswers;
+  events: LockEvents;
+  insight: LockInsight;
+}
+
+export interface WaitingAcquire {
+  key: string;
+  session: SessionCredential;
+  waitMillis: number;
+}
+
+/** Credentials the store has accepted lately, so a hot key's wait can be recorded before its first try. */
+const MAX_VERIFIED_CREDENTIALS = 10_000;
+
+export class AcquireWaits {
+  private readonly verified = new Map<string, string>();
+
+  constructor(readonly deps: AcquireWaitDeps) {}
+
+  async open(req: WaitingAcquire, ctx: EventContext, signal?: AbortSignal): Promise<AcquireWait> {
+    const wait = new AcquireWait(this, req, ctx, signal);
+    // Others here already wait on this key: it is hot, and a first try would almost surely find it
+    // held. Recorded first, one try covers what try-record-try covers — but only for a session
+    // whose token the store has already accepted: nothing is recorded for an unchecked caller.
+    if (this.deps.records && this.deps.waiters.count(req.key) > 0 && this.verified.get(req.session.sessionId) === req.session.tokenHash) {
+      try {
+        wait.admit(null);
+        await this.deps.records.begin(wait.waiter);
+      } catch (error) {
+        wait.close();
+        throw error;
+      }
+    }
+    return wait;
+  }
+
+  /** The store accepted this credential (a try answered granted or held). */
+  accepted(credential: SessionCredential): void {
+    if (this.verified.get(credential.sessionId) === credential.tokenHash) return;
+    if (this.verified.size >= MAX_VERIFIED_CREDENTIALS) this.verified.delete(this.verified.keys().next().value!);
+    this.verified.set(credential.sessionId, credential.tokenHash);
+  }
+
+  sessionEnded(sessionId: string): void {
+    this.verified.delete(sessionId);
+  }
+}
+
+export class AcquireWait {
+  readonly waiter: Waiter;
+  private readonly deps: AcquireWaitDeps;
+  private readonly startedAt: number;
+  private readonly deadline: number;
+  private readonly abort: AbortSignal;
+  private waited = false;
+  private fellBack = false;
+  private granted = false;
+  private polls = 0;
+
+  constructor(
+    private readonly owner: AcquireWaits,
+    private readonly req: WaitingAcquire,
+    private readonly ctx: EventContext,
+    private readonly signal: AbortSignal | undefined,
+  ) {
+    this.deps = owner.deps;
+    this.startedAt = this.deps.clock.now();
+    this.deadline = this.startedAt + req.waitMillis;
+    // Registered before the first try, so a release landing between a failed try and the park still wakes it.
+    this.waiter = this.deps.waiters.register(req.key, req.session.sessionId);
+    const { sessionEnded, deadlockVictim } = this.waiter;
+    this.abort = AbortSignal.any([sessionEnded.signal, deadlockVictim.signal, ...(signal ? [signal] : [])]);
+  }
+
+  get releasesSeen(): number {
+    return this.waiter.releasesSeen;
+  }
+
+  get remaining(): number {
+    return this.deadline - this.deps.clock.now();
+  }
+
+  /**
+   * One try. A new acquire hears an outage at once (the error is thrown); a wait already under way
+   * rides it out, polling, until its deadline — the store may return in time (the probe wakes it):
+   * then the answer is null and the caller tries again.
+   */
+  async attempt(tryAcquire: () => Promise<TryAcquireResult>): Promise<TryAcquireResult | null> {
+    const seen = this.waiter.releasesSeen;
+    try {
+      const result = await tryAcquire();
+      if (result.kind === 'granted' || result.kind === 'held') this.owner.accepted(this.req.session);
+      return result;
+    } catch (error) {
+      if (!this.waited || !(error instanceof NotLeaderError) || this.remaining <= 0) {
+        if (this.waited && error instanceof NotLeaderError) this.end('deadline');
+        throw error;
+      }
+      const outcome = await this.deps.poller.delay({ waiter: this.waiter, releasesSeen: seen, polls: this.polls++, remaining: this.remaining, signal: this.abort });
+      this.answerInterruption(outcome);
+      return null;
+    }
+  }
+
+  /** The store checked the session token and found the key held: from now on the wait counts. */
+  admit(holder: HeldLock | null): void {
+    this.waiter.holderSessionId = holder?.sessionId ?? this.waiter.holderSessionId;
+    if (this.waiter.admitted) return;
+    const sessionId = this.req.session.sessionId;
+    if (this.deps.waiters.countForSession(sessionId) >= this.deps.contention.maxWaitsPerSession) {
+      throw this.deps.contention.tooManyWaits({ key: this.req.key, sessionId }, holder, this.ctx);
+    }
+    this.deps.waiters.admit(this.waiter);
+  }
+
+  /** Records the wait in the fleet state the first time; true when the key must be tried once more before parking. */
+  async record(): Promise<boolean> {
+    if (!this.deps.records || this.waiter.recordedInStore) return false;
+    this.waited = true;
+    await this.deps.records.begin(this.waiter);
+    return this.deps.strategy.retryAfterRecord;
+  }
+
+  /** Granted: the milliseconds it waited. */
+  succeeded(): number {
+    this.granted = true;
+    if (this.waited) this.end(this.fellBack ? 'fallback' : 'released');
+    return this.deps.clock.now() - this.startedAt;
+  }
+
+  /** The deadline passed with the key still held. */
+  gaveUp(): void {
+    if (this.waited) this.end(this.fellBack ? 'fallback' : 'deadline');
+  }
+
+  /** Parks until a release, the deadline or an interruption (thrown: deadlock victim, session ended, caller gone). */
+  async park(releasesSeen: number, observedRevision: string | undefined): Promise<void> {
+    this.waited = true;
+    const result = await this.deps.strategy.park({
+      waiter: this.waiter,
+      releasesSeen,
+      ...(observedRevision !== undefined ? { observedRevision } : {}),
+      polls: this.polls++,
+      remaining: this.remaining,
+      signal: this.abort,
+      fellBack: this.fellBack,
+    });
+    if (result.fellBackBecause !== undefined) {
+      this.fellBack = true;
+      this.deps.events.waitFellBack(this.ctx, { key: this.req.key, cause: result.fellBackBecause });
+    }
+    this.answerInterruption(result.outcome);
+    // 'released' and 'deadline' both try again: a deadline try can still win a release that just landed.
+  }
+
+  /** However it ended: leaves the registry, passes on a release it did not win, ends its record. */
+  close(): void {
+    this.deps.waiters.unregister(this.waiter);
+    // Woken by a release it did not win and leaving (deadline, abort): the release may still be
+    // unclaimed, so the next waiter in line gets it rather than its recheck timer.
+    if (!this.granted && this.waiter.woken) this.deps.waiters.keyReleased(this.req.key);
+    // Not awaited: the answer need not wait for the bookkeeping.
+    if (this.waiter.recordedInStore) this.deps.records?.end(this.waiter.waitId);
+  }
+
+  private answerInterruption(outcome: WaitOutcome): void {
+    const { waiter, req, ctx, deps } = this;
+    if (waiter.deadlock) {
+      this.end('aborted');
+      const fact = { ...waiter.deadlock, victimSessionId: req.session.sessionId, key: req.key };
+      deps.events.deadlockDetected(ctx, fact);
+      deps.insight.deadlockBroken({ at: deps.clock.now(), ...fact });
+      throw new DeadlockDetectedError(req.key, waiter.deadlock);
+    }
+    if (waiter.sessionEnded.signal.aborted) throw new SessionNotFoundError(req.session.sessionId);
+    if (outcome === 'aborted') {
+      this.end(this.fellBack ? 'fallback' : 'aborted');
+      throw this.signal?.reason instanceof Error ? this.signal.reason : new Error('acquire aborted by the caller');
+    }
+  }
+
+  private end(outcome: WaitOutcome): void {
+    this.deps.events.waitEnded({ outcome, seconds: (this.deps.clock.now() - this.startedAt) / 1000 });
+  }
+}

@@ -1,0 +1,156 @@
+/**
+ * Sessions: open, heartbeat, close, kill, and the sweeper that ends what lapsed on the store's
+ * clock. Whatever way a session ends, `ended` tells everything in core that kept state about it.
+ */
+import { randomBytes } from 'node:crypto';
+import { NotLeaderError, SessionNotFoundError, UnauthenticatedError } from '../errors.js';
+import type { Page, SessionInfo } from '../../contract/records.js';
+import { LOCK_EXPIRY_CAUSE_OF_SESSION_END, type EventContext, type LockEvents } from '../../contract/lock-events.js';
+import type { EndedSession, HeartbeatResult, LockStore, SessionCredential, SessionRefusal } from '../store/spi.js';
+import type { AcquireWaits } from './acquire-wait.js';
+import type { ContentionBudget } from './contention-budget.js';
+import type { GrantEnd, LockInsight } from './insight.js';
+import { hashSessionToken, newSessionToken } from './session-token.js';
+import type { StoreHealth } from './store-health.js';
+import type { WaitRecords } from './wait-records.js';
+import type { WaiterRegistry } from './waiters.js';
+
+export interface SessionView {
+  sessionId: string;
+  /** The bearer capability for L2–L6: shown once, never stored or logged in clear. */
+  sessionToken: string;
+  owner: string;
+  ttlMillis: number;
+  expiresAt: number;
+}
+
+export interface KillOutcome {
+  sessionId: string;
+  outcome: 'KILLED' | 'NOT_FOUND';
+  releasedLocks: number;
+  auditId: string;
+}
+
+export interface SessionDeps {
+  store: LockStore;
+  events: LockEvents;
+  health: StoreHealth;
+  waiters: WaiterRegistry;
+  waits: AcquireWaits;
+  budget: ContentionBudget;
+  insight: LockInsight;
+  records: WaitRecords | null;
+}
+
+export class Sessions {
+  constructor(private readonly deps: SessionDeps) {}
+
+  async open(input: { ttlMillis: number; owner: string }, ctx: EventContext): Promise<SessionView> {
+    const sessionToken = newSessionToken();
+    const session = await this.deps.store.openSession({
+      sessionId: newSessionId(),
+      owner: input.owner,
+      ttlMillis: input.ttlMillis,
+      tokenHash: hashSessionToken(sessionToken),
+    });
+    this.deps.events.sessionOpened(ctx, { sessionId: session.sessionId, owner: session.owner, ttlMillis: session.ttlMillis });
+    return { sessionId: session.sessionId, sessionToken, owner: session.owner, ttlMillis: session.ttlMillis, expiresAt: session.expiresAt };
+  }
+
+  async heartbeat(credential: SessionCredential): Promise<{ sessionId: string; expiresAt: number }> {
+    // A counter, not a log line: heartbeats are the steady load (every session, every few seconds).
+    let result: HeartbeatResult;
+    try {
+      result = await this.deps.store.heartbeat(credential);
+    } catch (error) {
+      this.deps.events.heartbeat({ outcome: error instanceof NotLeaderError ? 'not_leader' : 'error' });
+      throw error;
+    }
+    this.deps.events.heartbeat({ outcome: result.kind });
+    if (result.kind !== 'alive') throw refused(result, credential.sessionId);
+    return { sessionId: credential.sessionId, expiresAt: result.session.expiresAt };
+  }
+
+  async close(credential: SessionCredential, ctx: EventContext): Promise<void> {
+    const result = await this.deps.store.closeSession(credential);
+    if (result.kind !== 'closed') throw refused(result, credential.sessionId);
+    this.ended(result.ended, ctx);
+  }
+
+  async kill(sessionId: string, reason: string, actor: string, ctx: EventContext): Promise<KillOutcome> {
+    const { ended, audit } = await this.deps.store.killSession(sessionId, { actor, reason, requestId: ctx.requestId });
+    if (ended) this.ended(ended, ctx, { actor, reason, auditId: audit.id });
+    const outcome = ended ? 'KILLED' : 'NOT_FOUND';
+    this.deps.events.sessionKilled(ctx, { sessionId, actor, reason, outcome, auditId: audit.id, auditHeadHash: audit.hash });
+    return { sessionId, outcome, releasedLocks: ended?.releasedLocks.length ?? 0, auditId: audit.id };
+  }
+
+  list(query: { limit: number; cursor?: string }): Promise<Page<SessionInfo>> {
+    return this.deps.store.listSessions(query);
+  }
+
+  /** Sweeper entry point: ends lapsed sessions and locks, and reports each. */
+  async sweep(ctx: EventContext, batch = 500): Promise<{ sessions: number; locks: number }> {
+    const { store, health, records, events, insight, waiters, budget } = this.deps;
+    let sessions = 0;
+    let locks = 0;
+    // Nothing to sweep that the store could confirm; the probe, not the sweeper, notices its return.
+    if (!health.up) return { sessions, locks };
+    await records?.flushUnended();
+    // The store's clock decides what lapsed. A session lapsing between the two phases keeps
+    // its locks in the second (only lapsed lock TTLs go there) until the next pass ends it.
+    // Bounded batches (session order, then key order, in the store) with a turn of the event
+    // loop between them: an expiry storm is many short transactions, and requests are answered
+    // between them instead of after the whole storm.
+    for (;;) {
+      const ended = await store.expireSessions(batch);
+      for (const e of ended) this.ended(e, ctx);
+      sessions += ended.length;
+      if (ended.length < batch) break;
+      await yieldToRequests();
+    }
+    if (store.fleet) await store.fleet.expireInstances(batch);
+    for (;;) {
+      const expired = await store.expireLocks(batch);
+      for (const lock of expired) {
+        events.expired(ctx, { key: lock.key, sessionId: lock.sessionId, fencingToken: lock.fencingToken });
+        insight.ended(lock, { outcome: 'expired', cause: 'ttl' });
+        waiters.keyReleased(lock.key);
+      }
+      locks += expired.length;
+      if (expired.length < batch) break;
+      await yieldToRequests();
+    }
+    budget.prune();
+    return { sessions, locks };
+  }
+
+  /** `killedBy`: the operator order behind a kill, for the per-key history. */
+  private ended(ended: EndedSession, ctx: EventContext, killedBy?: Pick<GrantEnd, 'actor' | 'reason' | 'auditId'>): void {
+    const { session, cause } = ended;
+    const { waiters, waits, budget, events, insight } = this.deps;
+    waiters.sessionEnded(session.sessionId);
+    waits.sessionEnded(session.sessionId);
+    budget.forget(session.sessionId);
+    events.sessionEnded(ctx, { sessionId: session.sessionId, owner: session.owner, cause, releasedLocks: ended.releasedLocks });
+    for (const lock of ended.releasedLocks) {
+      insight.ended(lock, { outcome: 'session_ended', cause: LOCK_EXPIRY_CAUSE_OF_SESSION_END[cause], ...killedBy });
+      waiters.keyReleased(lock.key);
+    }
+  }
+}
+
+/** Why a session-scoped call did nothing, as the error the caller gets. */
+export function refused(refusal: SessionRefusal, sessionId: string): SessionNotFoundError | UnauthenticatedError {
+  return refusal.kind === 'session_not_found'
+    ? new SessionNotFoundError(sessionId)
+    : new UnauthenticatedError(`session ${sessionId} needs its own sessionToken: Authorization: Bearer <sessionToken>`);
+}
+
+function newSessionId(): string {
+  return `s_${randomBytes(16).toString('base64url')}`;
+}
+
+function yieldToRequests(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}

@@ -1,0 +1,60 @@
+/**
+ * Waits recorded in the store's fleet-wide wait state (stores with `fleet`): recorded once a
+ * wait is admitted, ended when it leaves. A wait's end is never allowed to hold up an answer;
+ * one the store did not take (it was down) is remembered and sent again when the store returns
+ * and on every sweep — else the row would count as a waiter and as an edge of the wait-for graph
+ * until its session or instance ended.
+ */
+import type { FleetWaitState } from '../store/spi.js';
+import type { StoreHealth } from './store-health.js';
+import type { Waiter } from './waiters.js';
+
+/** Bounds the waits remembered for ending after an outage. */
+const MAX_UNENDED_WAITS = 10_000;
+const UNENDED_WAITS_AT_ONCE = 16;
+
+export class WaitRecords {
+  private readonly unended = new Set<string>();
+  private flushing = false;
+
+  constructor(
+    private readonly fleet: FleetWaitState,
+    private readonly instanceId: string,
+    private readonly health: StoreHealth,
+  ) {}
+
+  async begin(waiter: Waiter): Promise<void> {
+    waiter.recordedInStore = true;
+    await this.fleet.beginWait({ waitId: waiter.waitId, sessionId: waiter.sessionId, key: waiter.key, instanceId: this.instanceId });
+  }
+
+  /** Not awaited by callers. While the store is down the end is only remembered (it would hold a connection heartbeats need). */
+  end(waitId: string): void {
+    if (!this.health.up) {
+      this.remember(waitId);
+      return;
+    }
+    this.fleet.endWait(waitId).catch(() => this.remember(waitId));
+  }
+
+  /** Sends the remembered ends, a few at a time so client traffic is not queued behind them. */
+  async flushUnended(): Promise<void> {
+    if (this.flushing) return;
+    this.flushing = true;
+    try {
+      while (this.unended.size > 0 && this.health.up) {
+        const batch = [...this.unended].slice(0, UNENDED_WAITS_AT_ONCE);
+        for (const waitId of batch) this.unended.delete(waitId);
+        await Promise.all(batch.map((waitId) => this.fleet.endWait(waitId).catch(() => this.remember(waitId))));
+        if (this.unended.size > 0 && batch.every((waitId) => this.unended.has(waitId))) break; // still failing: next sweep
+      }
+    } finally {
+      this.flushing = false;
+    }
+  }
+
+  private remember(waitId: string): void {
+    // Past the cap, the rest go with their sessions or this instance.
+    if (this.unended.size < MAX_UNENDED_WAITS) this.unended.add(waitId);
+  }
+}

@@ -1,0 +1,320 @@
+/**
+ * The store SPI in memory, for one process: the same rules as the durable stores (the
+ * conformance suite runs on it), with the clock as a seam. It exists so core can be built and
+ * tested on its own — fast, and on a clock a test moves — not to serve: nothing survives a
+ * restart, and two servers cannot share it. It offers no release waiter, feed or fleet state,
+ * so core waits by polling, as on any store without them.
+ *
+ * Every method does all its reads and writes in one synchronous turn of the event loop, which
+ * is what makes each one atomic here (the durable stores use a transaction or a txn).
+ */
+import { createAuditSealer, GENESIS_HASH, type AuditSealer } from '../../audit/chain.js';
+import type { AuditEntry, BackendName, FencingToken, Page, SessionEndCause, SessionInfo } from '../../../contract/records.js';
+import type {
+  AuditDraft,
+  AuditHead,
+  AuditQuery,
+  CloseSessionResult,
+  EndedLock,
+  EndedSession,
+  ForceRevokeResult,
+  HeartbeatResult,
+  HeldLock,
+  KillSessionResult,
+  ListQuery,
+  LockStore,
+  ReleaseResult,
+  RenewResult,
+  SessionCredential,
+  SessionRecord,
+  SessionRefusal,
+  StoreSummary,
+  TryAcquireResult,
+} from '../spi.js';
+import { decodeCursor, encodeCursor } from '../cursor.js';
+
+interface StoredSession extends SessionRecord {
+  tokenHash: string;
+}
+
+export interface MemoryStoreOptions {
+  /** The store's clock (epoch milliseconds); a test passes one it moves. */
+  now?: () => number;
+  sealer?: AuditSealer;
+  /** Reported as the backend; the in-memory store stands in for the embedded one in core tests. */
+  backend?: BackendName;
+}
+
+export class MemoryLockStore implements LockStore {
+  readonly backend: BackendName;
+  private readonly now: () => number;
+  private readonly sealer: AuditSealer;
+  private readonly sessions = new Map<string, StoredSession>();
+  private readonly locks = new Map<string, HeldLock>();
+  private readonly audit: AuditEntry[] = [];
+  private lastToken = 0n;
+
+  constructor(options: MemoryStoreOptions = {}) {
+    this.now = options.now ?? Date.now;
+    this.sealer = options.sealer ?? createAuditSealer();
+    this.backend = options.backend ?? 'embedded';
+  }
+
+  async init(): Promise<void> {}
+  async close(): Promise<void> {}
+  async ping(): Promise<void> {}
+
+  // ---- sessions -----------------------------------------------------------
+
+  async openSession(req: { sessionId: string; owner: string; ttlMillis: number; tokenHash: string }): Promise<SessionRecord> {
+    const now = this.now();
+    const session: StoredSession = { ...req, createdAt: now, lastHeartbeatAt: now, expiresAt: now + req.ttlMillis };
+    this.sessions.set(req.sessionId, session);
+    return record(session);
+  }
+
+  async heartbeat(credential: SessionCredential): Promise<HeartbeatResult> {
+    const session = this.checked(credential);
+    if ('kind' in session) return session;
+    const now = this.now();
+    session.lastHeartbeatAt = now;
+    session.expiresAt = now + session.ttlMillis;
+    return { kind: 'alive', session: record(session) };
+  }
+
+  async getSession(sessionId: string): Promise<SessionRecord | null> {
+    const session = this.liveSession(sessionId);
+    return session ? record(session) : null;
+  }
+
+  async closeSession(credential: SessionCredential): Promise<CloseSessionResult> {
+    const session = this.checked(credential);
+    if ('kind' in session) return session;
+    return { kind: 'closed', ended: this.endSession(session, 'closed') };
+  }
+
+  async killSession(sessionId: string, draft: AuditDraft): Promise<KillSessionResult> {
+    const session = this.liveSession(sessionId);
+    const ended = session ? this.endSession(session, 'killed') : null;
+    const audit = this.append({ ...draft, action: 'session.kill', target: sessionId, outcome: ended ? 'KILLED' : 'NOT_FOUND' });
+    return { ended, audit };
+  }
+
+  async expireSessions(limit: number): Promise<EndedSession[]> {
+    const now = this.now();
+    const lapsed = [...this.sessions.values()].filter((s) => s.expiresAt <= now).sort(by((s) => s.sessionId));
+    return lapsed.slice(0, limit).map((session) => this.endSession(session, 'ttl'));
+  }
+
+  async expireLocks(limit: number): Promise<EndedLock[]> {
+    const now = this.now();
+    const lapsed = [...this.locks.values()].filter((lock) => lock.expiresAt <= now).sort(by((l) => l.key));
+    return lapsed.slice(0, limit).map((lock) => {
+      this.locks.delete(lock.key);
+      return { ...lock, endedAt: now };
+    });
+  }
+
+  async listSessions(query: ListQuery): Promise<Page<SessionInfo>> {
+    const after = decodeCursor(query.cursor);
+    const now = this.now();
+    const live = [...this.sessions.values()].filter((s) => s.expiresAt > now && (after === null || s.sessionId > after)).sort(by((s) => s.sessionId));
+    const lockCount = (sessionId: string) => [...this.locks.values()].filter((l) => l.sessionId === sessionId && this.isLive(l, now)).length;
+    return page(
+      live.map((s) => ({ ...record(s), lockCount: lockCount(s.sessionId) })),
+      query.limit,
+      (s) => s.sessionId,
+    );
+  }
+
+  // ---- locks --------------------------------------------------------------
+
+  async tryAcquire(req: { key: string; session: SessionCredential; ttlMillis: number }): Promise<TryAcquireResult> {
+    const session = this.checked(req.session);
+    if ('kind' in session) return session;
+    const now = this.now();
+    const current = this.locks.get(req.key);
+    if (current && this.isLive(current, now)) {
+      if (current.sessionId !== req.session.sessionId) return { kind: 'held', holder: { ...current } };
+      const { owner, ...grant } = current;
+      return { kind: 'granted', grant, owner, existing: true };
+    }
+    // Drawn last, after every check the grant depends on: tokens rise in answer order.
+    const lock: HeldLock = {
+      key: req.key,
+      sessionId: session.sessionId,
+      owner: session.owner,
+      fencingToken: String(++this.lastToken),
+      ttlMillis: req.ttlMillis,
+      grantedAt: now,
+      expiresAt: now + req.ttlMillis,
+    };
+    this.locks.set(req.key, lock);
+    const { owner, ...grant } = lock;
+    return { kind: 'granted', grant, owner, existing: false };
+  }
+
+  async renew(req: { key: string; session: SessionCredential; fencingToken: FencingToken; ttlMillis?: number }): Promise<RenewResult> {
+    const session = this.checked(req.session);
+    if ('kind' in session) return session;
+    const lock = this.ownLiveLock(req);
+    if (!lock) return { kind: 'lost' };
+    const now = this.now();
+    lock.ttlMillis = req.ttlMillis ?? lock.ttlMillis;
+    lock.expiresAt = now + lock.ttlMillis;
+    return { kind: 'renewed', lock: { ...lock } };
+  }
+
+  async release(req: { key: string; session: SessionCredential; fencingToken: FencingToken }): Promise<ReleaseResult> {
+    const session = this.checked(req.session);
+    if ('kind' in session) return session;
+    const lock = this.ownLiveLock(req);
+    if (!lock) return { kind: 'lost' };
+    this.locks.delete(req.key);
+    return { kind: 'released', lock: { ...lock, endedAt: this.now() } };
+  }
+
+  async readLock(key: string): Promise<HeldLock | null> {
+    const lock = this.locks.get(key);
+    return lock && this.isLive(lock, this.now()) ? { ...lock } : null;
+  }
+
+  async listLocks(query: ListQuery & { prefix?: string }): Promise<Page<HeldLock>> {
+    const after = decodeCursor(query.cursor);
+    const now = this.now();
+    const items = [...this.locks.values()]
+      .filter((l) => this.isLive(l, now) && (!query.prefix || l.key.startsWith(query.prefix)) && (after === null || l.key > after))
+      .sort(by((l) => l.key))
+      .map((l) => ({ ...l }));
+    return page(items, query.limit, (l) => l.key);
+  }
+
+  async forceRevoke(req: { key: string; expectedFencingToken?: FencingToken; audit: AuditDraft }): Promise<ForceRevokeResult> {
+    const now = this.now();
+    const stored = this.locks.get(req.key);
+    const current = stored && this.isLive(stored, now) ? stored : undefined;
+    let outcome: ForceRevokeResult['outcome'] = 'REVOKED';
+    if (!current) outcome = 'NOT_HELD';
+    else if (req.expectedFencingToken !== undefined && req.expectedFencingToken !== current.fencingToken) outcome = 'TOKEN_MISMATCH';
+    if (outcome === 'REVOKED') this.locks.delete(req.key);
+    const audit = this.append({
+      ...req.audit,
+      action: 'lock.revoke',
+      target: req.key,
+      fencingToken: outcome === 'REVOKED' ? current!.fencingToken : req.expectedFencingToken,
+      outcome,
+    });
+    return {
+      outcome,
+      ...(outcome === 'REVOKED' ? { revoked: { ...current!, endedAt: now } } : {}),
+      ...(outcome === 'TOKEN_MISMATCH' ? { holder: { ...current! } } : {}),
+      audit,
+    };
+  }
+
+  // ---- audit, summary -------------------------------------------------------
+
+  async listAudit(query: AuditQuery): Promise<Page<AuditEntry>> {
+    const before = decodeCursor(query.cursor, /^[1-9][0-9]{0,17}$/);
+    const items = this.audit
+      .filter(
+        (e) =>
+          (before === null || Number(e.id) < Number(before)) &&
+          (query.actor === undefined || e.actor === query.actor) &&
+          (query.action === undefined || e.action === query.action) &&
+          (query.target === undefined || e.target === query.target),
+      )
+      .reverse();
+    return page(items, query.limit, (e) => e.id);
+  }
+
+  async *readAuditChain(): AsyncIterable<AuditEntry> {
+    yield* [...this.audit];
+  }
+
+  async readAuditHead(): Promise<AuditHead> {
+    const last = this.audit.at(-1);
+    return { lastId: last?.id ?? '0', lastHash: last?.hash ?? GENESIS_HASH };
+  }
+
+  async summary(): Promise<StoreSummary> {
+    const now = this.now();
+    const live = [...this.locks.values()].filter((l) => this.isLive(l, now));
+    const overdue = Math.min(now, ...[...this.sessions.values(), ...this.locks.values()].map((x) => x.expiresAt));
+    return {
+      heldLocks: live.length,
+      activeSessions: [...this.sessions.values()].filter((s) => s.expiresAt > now).length,
+      oldestHeldMillis: live.length ? now - Math.min(...live.map((l) => l.grantedAt)) : 0,
+      sweepLagMillis: now - overdue,
+    };
+  }
+
+  // ---- internals ----------------------------------------------------------
+
+  private liveSession(sessionId: string): StoredSession | null {
+    const session = this.sessions.get(sessionId);
+    return session && session.expiresAt > this.now() ? session : null;
+  }
+
+  /** The live session the credential names, or why a session-scoped call does nothing. */
+  private checked(credential: SessionCredential): StoredSession | SessionRefusal {
+    const session = this.liveSession(credential.sessionId);
+    if (!session) return { kind: 'session_not_found' };
+    return session.tokenHash === credential.tokenHash ? session : { kind: 'unauthenticated' };
+  }
+
+  /** A lock is live while its own TTL runs and its session is live. */
+  private isLive(lock: HeldLock, now: number): boolean {
+    const session = this.sessions.get(lock.sessionId);
+    return lock.expiresAt > now && session !== undefined && session.expiresAt > now;
+  }
+
+  private ownLiveLock(req: { key: string; session: SessionCredential; fencingToken: FencingToken }): HeldLock | null {
+    const lock = this.locks.get(req.key);
+    if (!lock || !this.isLive(lock, this.now())) return null;
+    return lock.sessionId === req.session.sessionId && lock.fencingToken === req.fencingToken ? lock : null;
+  }
+
+  private endSession(session: StoredSession, cause: SessionEndCause): EndedSession {
+    const now = this.now();
+    const releasedLocks: EndedLock[] = [];
+    for (const lock of [...this.locks.values()].sort(by((l) => l.key))) {
+      if (lock.sessionId !== session.sessionId) continue;
+      this.locks.delete(lock.key);
+      releasedLocks.push({ ...lock, endedAt: now });
+    }
+    this.sessions.delete(session.sessionId);
+    return { session: record(session), cause, releasedLocks };
+  }
+
+  private append(draft: AuditDraft & Pick<AuditEntry, 'action' | 'target' | 'outcome'> & { fencingToken?: FencingToken | undefined }): AuditEntry {
+    const last = this.audit.at(-1);
+    const entry = this.sealer.seal(last?.hash ?? GENESIS_HASH, {
+      id: String(this.audit.length + 1),
+      at: this.now(),
+      actor: draft.actor,
+      action: draft.action,
+      target: draft.target,
+      ...(draft.fencingToken !== undefined ? { fencingToken: draft.fencingToken } : {}),
+      reason: draft.reason,
+      outcome: draft.outcome,
+      requestId: draft.requestId,
+    });
+    this.audit.push(entry);
+    return entry;
+  }
+}
+
+function record(session: StoredSession): SessionRecord {
+  const { tokenHash: _tokenHash, ...rest } = session;
+  return { ...rest };
+}
+
+function by<T>(keyOf: (item: T) => string): (a: T, b: T) => number {
+  return (a, b) => (keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0);
+}
+
+function page<T>(items: T[], limit: number, cursorOf: (item: T) => string): Page<T> {
+  const shown = items.slice(0, limit);
+  return { items: shown, nextCursor: items.length > limit ? encodeCursor(cursorOf(shown.at(-1)!)) : null };
+}
