@@ -2,6 +2,7 @@
  * Page cursors, the same on every store: opaque to clients, base64url of the
  * last item's sort key. Anything this server could not have issued is a 400.
  */
+import { CONTROL_CHARACTER } from '../../contract/wire-rules.js';
 import { ValidationFailedError } from '../errors.js';
 
 export function encodeCursor(value: string): string {
@@ -15,7 +16,8 @@ export function decodeCursor(cursor: string | undefined, pattern?: RegExp): stri
   if (
     !/^[A-Za-z0-9_-]+$/.test(cursor) ||
     value.length === 0 ||
-    /[\u0000-\u001f\u007f-\u009f\ufffd]/.test(value) ||
+    CONTROL_CHARACTER.test(value) ||
+    value.includes('\ufffd') ||
     (pattern && !pattern.test(value))
   ) {
     throw new ValidationFailedError('cursor is not one this server issued');

@@ -152,16 +152,6 @@ const FINGERPRINTS: Fingerprint[] = [
  */
 const TEMPORARY_ALLOWANCE: { file: string; id: string; fix: string }[] = [
   {
-    file: 'lock/store/etcd/grant-tokens.ts',
-    id: 'token-digits',
-    fix: "tokenParts: `if (!isFencingToken(token) || token === '0') return null;` (isFencingToken from contract/wire-rules.ts)",
-  },
-  {
-    file: 'lock/store/cursor.ts',
-    id: 'key-control-class',
-    fix: 'decodeCursor: `CONTROL_CHARACTER.test(value) || value.includes(\'\\ufffd\')` (CONTROL_CHARACTER from contract/wire-rules.ts)',
-  },
-  {
     file: 'lock/http/server.ts',
     id: `limit-${SESSION_TTL_MILLIS.default}`,
     fix: 'L1: `body.ttlMillis ?? SESSION_TTL_MILLIS.default` (SESSION_TTL_MILLIS from contract/wire-rules.ts)',

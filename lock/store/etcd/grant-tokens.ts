@@ -17,6 +17,7 @@
  * revision as token; those are all below any slotted token.
  */
 import { CompareResult, CompareTarget, type ICompare } from 'etcd3';
+import { isFencingToken } from '../../../contract/wire-rules.js';
 
 /** Slots per revision; a batch holds fewer grants than this (acquire-batcher.ts MAX_BATCH). */
 export const SLOTS_PER_REVISION = 1000;
@@ -37,7 +38,7 @@ export function grantToken(revision: string, slot: string | undefined): string {
 
 /** The create revision and stored slot a token names; null for something that is no token of this store. */
 export function tokenParts(token: string): { revision: string; slot: string } | null {
-  if (!/^[1-9][0-9]{0,18}$/.test(token)) return null;
+  if (!isFencingToken(token) || token === '0') return null;
   const value = BigInt(token);
   return { revision: (value / SLOTS).toString(), slot: storedSlot(Number(value % SLOTS)) };
 }
