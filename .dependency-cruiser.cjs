@@ -23,10 +23,6 @@
  */
 const TEMPORARY_LOCK_TO_EXPORTER = [
   {
-    from: '^lock/http/server\\.ts$',
-    to: '^exporter/(events|outcomes|request-telemetry|server-metrics|trace-context)\\.ts$',
-  },
-  {
     from: '^lock/holdfast-server\\.ts$',
     to: '^exporter/(events|instrumented-store|lock-telemetry|render-metrics|server-metrics|store-gauges)\\.ts$',
   },

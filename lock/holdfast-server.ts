@@ -17,7 +17,7 @@ import { openStore } from './store/open-store.js';
 import type { LockStore } from './store/spi.js';
 import { createEventLog, type EventLog } from '../exporter/events.js';
 import { instrumentStore } from '../exporter/instrumented-store.js';
-import { createLockTelemetry } from '../exporter/lock-telemetry.js';
+import { createHttpTelemetry, createLockTelemetry } from '../exporter/lock-telemetry.js';
 import { renderMetrics } from '../exporter/render-metrics.js';
 import { createServerMetrics, type ServerMetrics } from '../exporter/server-metrics.js';
 import { refreshStoreGauges } from '../exporter/store-gauges.js';
@@ -53,6 +53,8 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
   const store = instrumentStore(rawStore, metrics);
 
   const clock = options.clock;
+  // The admin summary's recent counts: written only by the telemetry (exporter/lock-telemetry.ts),
+  // read only by A5 (lock/http/summary.ts).
   const activity = new ActivityWindow(() => (clock ?? systemClock).now());
   const service = new LockService(store, createLockTelemetry({ metrics, log: events, activity }), {
     activity,
@@ -74,13 +76,13 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
   // where the store keeps wait state (lock/core/fleet.ts), else this instance's.
   // Store-true gauges, counted by the store in the background (exporter/store-gauges.ts), through the
   // health check: while the store is down a refresh is refused at once and the last figures stay.
-  const storeGauges = refreshStoreGauges(() => service.store.summary(), config.HOLDFAST_STORE_GAUGE_REFRESH_MS);
+  const storeGauges = refreshStoreGauges(() => service.storeSummary(), config.HOLDFAST_STORE_GAUGE_REFRESH_MS);
   metrics.setGaugeSource('lockHeld', async () => (await storeGauges.latest()).heldLocks);
   metrics.setGaugeSource('lockSessionsActive', async () => (await storeGauges.latest()).activeSessions);
   metrics.setGaugeSource('lockOldestHeldSeconds', async () => (await storeGauges.latest()).oldestHeldMillis / 1000);
   metrics.setGaugeSource('lockSweepLagSeconds', async () => ((await storeGauges.latest()).sweepLagMillis ?? 0) / 1000);
-  metrics.setGaugeSource('lockStoreUp', () => (service.storeHealth.up ? 1 : 0));
-  metrics.setGaugeSource('lockWaiters', () => service.waiters.total());
+  metrics.setGaugeSource('lockStoreUp', () => (service.storeUp ? 1 : 0));
+  metrics.setGaugeSource('lockWaiters', () => service.localWaiterCount());
   metrics.setGaugeSource('lockDeadlockCycles', () => service.deadlockCycles());
   // Release feed and fleet registry before the first request: waits wake on releases from any instance.
   await service.start();
@@ -99,8 +101,8 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
   const app = buildHttpServer({
     service,
     tokens,
-    metrics,
-    events,
+    telemetry: createHttpTelemetry({ metrics, log: events, activity }),
+    activity,
     defaultLockTtlMillis: config.LOCK_DEFAULT_TTL_MS,
     shutdownSignal: shutdown.signal,
     renderMetrics: (accept) => renderMetrics(metrics.registry, accept),

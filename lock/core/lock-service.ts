@@ -630,6 +630,34 @@ export class LockService {
     return this.store.readAuditHead();
   }
 
+  // ---- reads for the HTTP surface and the server wiring (issue 21: routes and the composition
+  // root call methods, not this class's fields). Pass-throughs only; added by the i21-root work.
+
+  /** Counts of held locks, live sessions, oldest grant and sweep lag, through the health check (A5, store gauges). */
+  storeSummary(): ReturnType<LockStore['summary']> {
+    return this.store.summary();
+  }
+
+  /** Whether this server counts its store up (`lock_store_up`). */
+  get storeUp(): boolean {
+    return this.storeHealth.up;
+  }
+
+  /** Waits parked on this instance (`lock_waiters` is per instance; waiterTotal() is fleet-wide). */
+  localWaiterCount(): number {
+    return this.waiters.total();
+  }
+
+  /** This instance's recent events of a key, with the store's audit entries about it (console history). */
+  keyHistory(key: string, limit: number): ReturnType<LockInsight['keyHistory']> {
+    return this.insight.keyHistory(key, limit);
+  }
+
+  /** This instance's wait-for graph (console waits view). */
+  waitGraph(): ReturnType<LockInsight['waitGraph']> {
+    return this.insight.waitGraph();
+  }
+
   // ---- internals ----------------------------------------------------------
 
   private granted(grant: LockGrant, owner: string, existing: boolean, waitedMillis: number, ctx: EventContext): LockGrant {

@@ -13,7 +13,6 @@ export const CONTENTION_LIMIT = { fallback: 10, max: 100 } as const;
 export const HISTORY_LIMIT = { fallback: 100, max: 500 } as const;
 
 export function registerInsightRoutes(app: HttpApp, service: LockService): void {
-  const { insight } = service;
   app.get('/v1/admin/contention', { schema: routeSchemas.contention, config: { role: 'viewer' } }, async (request) => {
     const q = request.query as { limit?: string };
     return service.topContended(parseLimit(q.limit, CONTENTION_LIMIT.fallback, CONTENTION_LIMIT.max));
@@ -21,10 +20,10 @@ export function registerInsightRoutes(app: HttpApp, service: LockService): void 
 
   app.get('/v1/admin/locks/:key/history', { schema: routeSchemas.keyHistory, config: { role: 'viewer' } }, async (request) => {
     const q = request.query as { limit?: string };
-    return insight.keyHistory(historyKeyOf(request), parseLimit(q.limit, HISTORY_LIMIT.fallback, HISTORY_LIMIT.max));
+    return service.keyHistory(historyKeyOf(request), parseLimit(q.limit, HISTORY_LIMIT.fallback, HISTORY_LIMIT.max));
   });
 
-  app.get('/v1/admin/waits', { schema: routeSchemas.waits, config: { role: 'viewer' } }, async () => insight.waitGraph());
+  app.get('/v1/admin/waits', { schema: routeSchemas.waits, config: { role: 'viewer' } }, async () => service.waitGraph());
 }
 
 /** The key from the raw path (the router's decoding would split an encoded `/`). */

@@ -1,0 +1,46 @@
+/**
+ * The one exit of every failure: the pinned body `{"error": {code, message,
+ * retryable}}` with `Retry-After` where the error has one. Framework 4xx are
+ * malformed input (400 VALIDATION_FAILED), anything unknown a 500 reported
+ * through the HTTP telemetry with its request id.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { HttpTelemetry } from '../../contract/http-events.js';
+import { DrainingError, HoldfastError, InternalError, RouteNotFoundError, ValidationFailedError } from '../errors.js';
+import { eventContext } from './request-context.js';
+import type { HttpApp } from './schemas.js';
+
+export function registerErrorExit(app: HttpApp, telemetry: HttpTelemetry): void {
+  app.setErrorHandler((error, request, reply) => sendError(reply, request, error, telemetry));
+  app.setNotFoundHandler((request, reply) =>
+    sendError(reply, request, new RouteNotFoundError(`no route ${request.method} ${request.url.split('?')[0]}`), telemetry),
+  );
+}
+
+export function sendError(reply: FastifyReply, request: FastifyRequest, error: unknown, telemetry: HttpTelemetry) {
+  const failure = toHoldfastError(error);
+  request.errorCode = failure.code;
+  if (failure instanceof DrainingError) request.draining = true;
+  // A caller that went away mid-wait is not a server bug: nothing to report.
+  if (failure instanceof InternalError && !request.clientGone) {
+    telemetry.requestFailed(eventContext(request), {
+      method: request.method,
+      route: request.routeOptions?.url ?? 'unknown',
+      status: 500,
+      message: (error as Error)?.stack ?? String(error),
+    });
+  }
+  if (failure.retryAfterSeconds !== undefined) reply.header('retry-after', String(failure.retryAfterSeconds));
+  return reply.code(failure.status).type('application/json').send(failure.toBody());
+}
+
+/** Any failure to the pinned error shape: framework 4xx are malformed input, the rest a bug. */
+function toHoldfastError(error: unknown): HoldfastError {
+  if (error instanceof HoldfastError) return error;
+  const e = error as { validation?: unknown; statusCode?: number; message?: string; code?: string };
+  if (e.validation) return new ValidationFailedError(`invalid request: ${e.message}`);
+  if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
+    return new ValidationFailedError(`malformed request: ${e.message ?? e.code}`);
+  }
+  return new InternalError('internal error; see the server log for this request id');
+}
