@@ -1,26 +1,30 @@
 /**
- * Assembles one Holdfast server: store → instrumentation → core → HTTP, plus
- * the sweeper and graceful shutdown. Used by `holdfast server` and by tests.
+ * The composition root: assembles one Holdfast server — store → instrumentation →
+ * core → HTTP, plus the sweeper and graceful shutdown — and is the one place that
+ * plugs exporter/ (metrics, log, tracing) into lock/'s telemetry interfaces
+ * (contract/lock-events.ts for the core, contract/http-events.ts for the HTTP
+ * surface). Used by `holdfast server` (cli/run-server.ts), tests and benchmarks.
  */
 import { setMaxListeners } from 'node:events';
 import type { DestinationStream } from 'pino';
-import { AdminTokens } from './admin-tokens.js';
-import { loadAuditSealer } from './audit/audit-key.js';
-import type { ServerConfig } from './config.js';
-import type { Clock } from './core/clock.js';
-import { ActivityWindow } from './core/activity-window.js';
-import { systemClock } from './core/clock.js';
-import { LockService } from './core/lock-service.js';
-import { DrainingError } from './errors.js';
-import { buildHttpServer } from './http/server.js';
-import { openStore } from './store/open-store.js';
-import type { LockStore } from './store/spi.js';
+import { AdminTokens } from '../lock/admin-tokens.js';
+import { loadAuditSealer } from '../lock/audit/audit-key.js';
+import type { ServerConfig } from '../lock/config.js';
+import type { Clock } from '../lock/core/clock.js';
+import { ActivityWindow } from '../lock/core/activity-window.js';
+import { systemClock } from '../lock/core/clock.js';
+import { LockService } from '../lock/core/lock-service.js';
+import { DrainingError } from '../lock/errors.js';
+import { buildHttpServer } from '../lock/http/server.js';
+import { openStore } from '../lock/store/open-store.js';
+import type { LockStore } from '../lock/store/spi.js';
 import { createEventLog, type EventLog } from '../exporter/events.js';
 import { instrumentStore } from '../exporter/instrumented-store.js';
 import { createHttpTelemetry, createLockTelemetry } from '../exporter/lock-telemetry.js';
 import { renderMetrics } from '../exporter/render-metrics.js';
 import { createServerMetrics, type ServerMetrics } from '../exporter/server-metrics.js';
 import { refreshStoreGauges } from '../exporter/store-gauges.js';
+import { startSweeper } from './sweeper.js';
 
 export interface StartOptions {
   /** Use this store instead of opening the configured one (tests wrap stores). */
@@ -136,35 +140,5 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
       })();
       return stopping;
     },
-  };
-}
-
-/**
- * Single flight: a tick that finds the last sweep still running is skipped, so a slow
- * store never builds a queue of sweeps (each would only find the same rows again).
- */
-export function startSweeper(service: Pick<LockService, 'sweep'>, events: EventLog, intervalMillis: number) {
-  let running: Promise<unknown> | null = null;
-  let sweeps = 0;
-  const timer = setInterval(() => {
-    if (running) return;
-    const requestId = `sweep-${++sweeps}`;
-    running = service
-      .sweep({ requestId })
-      .catch((error: Error) => {
-        events.emit('sweep_failed', { requestId }, { message: error.message });
-      })
-      .finally(() => {
-        running = null;
-      });
-  }, intervalMillis);
-  timer.unref();
-  return {
-    async stop() {
-      clearInterval(timer);
-      await running;
-    },
-    /** Sweeps started so far (tests). */
-    started: () => sweeps,
   };
 }
