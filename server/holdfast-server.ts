@@ -9,7 +9,7 @@ import { setMaxListeners } from 'node:events';
 import type { DestinationStream } from 'pino';
 import { AdminTokens } from '../lock/admin-tokens.js';
 import { loadAuditSealer } from '../lock/audit/audit-key.js';
-import type { ServerConfig } from '../lock/config.js';
+import { httpTimeoutsOf, type ServerConfig } from '../lock/config.js';
 import type { Clock } from '../lock/core/clock.js';
 import { ActivityWindow } from '../lock/core/activity-window.js';
 import { systemClock } from '../lock/core/clock.js';
@@ -110,6 +110,7 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
     defaultLockTtlMillis: config.LOCK_DEFAULT_TTL_MS,
     shutdownSignal: shutdown.signal,
     renderMetrics: (accept) => renderMetrics(metrics.registry, accept),
+    timeouts: httpTimeoutsOf(config),
   });
 
   const sweeper = startSweeper(service, events, config.HOLDFAST_SWEEP_INTERVAL_MS);

@@ -5,6 +5,7 @@
  */
 import type { HttpTelemetry } from '../../contract/http-events.js';
 import type { AdminTokens } from '../admin-tokens.js';
+import type { HttpTimeouts } from '../config.js';
 import type { LockService } from '../core/lock-service.js';
 import type { RecentActivity } from './summary.js';
 
@@ -23,4 +24,6 @@ export interface HttpServerDeps {
   shutdownSignal: AbortSignal;
   /** Renders `/metrics` (the exporter owns the format). */
   renderMetrics: (accept: string | undefined) => Promise<{ contentType: string; body: string }>;
+  /** Request, header and idle timeouts; lock/config.ts's defaults when absent. */
+  timeouts?: HttpTimeouts;
 }

@@ -7,6 +7,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { HttpTelemetry } from '../../contract/http-events.js';
 import { DrainingError, HoldfastError, InternalError, RouteNotFoundError, ValidationFailedError } from '../errors.js';
+import { BODY_LIMIT_BYTES } from './body-parsers.js';
 import { eventContext } from './request-context.js';
 import type { HttpApp } from './schemas.js';
 
@@ -30,6 +31,13 @@ export function sendError(reply: FastifyReply, request: FastifyRequest, error: u
       message: (error as Error)?.stack ?? String(error),
     });
   }
+  // Fastify asks to close the connection after a body it refused (too large, not JSON) because
+  // the rest may still be coming. Closing with unread bytes makes the kernel answer them with a
+  // reset, which can reach the caller before this answer does. Kept open instead, node reads and
+  // discards the rest of the body and the caller reads its answer. A caller still sending when the
+  // request timeout comes is cut off then, like any slow request. (While draining, the onSend hook
+  // asks for the close again, on purpose.)
+  if (reply.getHeader('connection') === 'close') reply.removeHeader('connection');
   if (failure.retryAfterSeconds !== undefined) reply.header('retry-after', String(failure.retryAfterSeconds));
   return reply.code(failure.status).type('application/json').send(failure.toBody());
 }
@@ -39,6 +47,8 @@ function toHoldfastError(error: unknown): HoldfastError {
   if (error instanceof HoldfastError) return error;
   const e = error as { validation?: unknown; statusCode?: number; message?: string; code?: string };
   if (e.validation) return new ValidationFailedError(`invalid request: ${e.message}`);
+  // C3: a body over the limit is malformed input like any other (400, not a 413 outside the table).
+  if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new ValidationFailedError(`body is larger than ${BODY_LIMIT_BYTES} bytes`);
   if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
     return new ValidationFailedError(`malformed request: ${e.message ?? e.code}`);
   }
