@@ -4,35 +4,17 @@
  *
  *   contract/            the leaf: imports nothing of the project
  *   client/              the SDK: only contract/ (and its own files) — it ships alone as @holdfast/client
- *   lock/                nothing of app/, cli/, client/; lock/core names no store and no HTTP
+ *   lock/                nothing of app/, cli/, client/, exporter/, server/; lock/core names no store and no HTTP
  *   exporter/            instruments lock/store's SPI; never lock/core or lock/http
+ *   server/              the composition root: wires lock/, exporter/ and contract/ only; imported only by
+ *                        the entry points (cli/run-server.ts) and by scripts/, demo/, bin/, test/, bench/
  *   app/                 the console: only contract/ (and its own); it reaches the server over HTTP
  *   alerts/, dashboards/ monitoring as code: only contract/ (dashboards also reuse alerts/' SLO and PromQL)
  *
  * Every rule is `error`: one violation fails the test.
  */
 
-/**
- * TEMPORARY ALLOWANCE — lock/ → exporter/ imports that exist today in files other helpers are
- * rewriting (issue 13). exporter/ imports lock/store's SPI, so lock/ importing exporter/ makes the two
- * folders import each other. The way out: lock/core and lock/http take their event log and metrics
- * through interfaces of their own (or from contract/), and only a composition root outside lock/
- * wires exporter/ in. Each entry is one file and exactly the exporter/ files it may still import;
- * any other lock/ → exporter/ import fails now. Delete entries as the imports go; delete the list
- * when it is empty.
- */
-const TEMPORARY_LOCK_TO_EXPORTER = [
-  {
-    from: '^lock/http/server\\.ts$',
-    to: '^exporter/(events|outcomes|request-telemetry|server-metrics|trace-context)\\.ts$',
-  },
-  {
-    from: '^lock/holdfast-server\\.ts$',
-    to: '^exporter/(events|instrumented-store|lock-telemetry|render-metrics|server-metrics|store-gauges)\\.ts$',
-  },
-];
-
-const PROJECT = '^(contract|client|lock|exporter|app|cli|bin|alerts|dashboards|scripts|demo|bench|test|deploy)/';
+const PROJECT = '^(contract|client|lock|exporter|server|app|cli|bin|alerts|dashboards|scripts|demo|bench|test|deploy)/';
 
 /** `from` may import nothing of the project but its own folders and `allowed` ones. */
 function onlyImports(name, comment, from, allowed) {
@@ -113,18 +95,26 @@ module.exports = {
       name: 'lock-not-exporter',
       comment:
         'exporter/ imports lock/store/spi.ts, so lock/ must not import exporter/ (the folders would import each other). ' +
-        'Files being rewritten keep exactly the imports listed in TEMPORARY_LOCK_TO_EXPORTER.',
+        'lock/core and lock/http report through contract/lock-events.ts and contract/http-events.ts; server/ plugs exporter/ in.',
       severity: 'error',
-      from: { path: '^lock/', pathNot: TEMPORARY_LOCK_TO_EXPORTER.map((entry) => entry.from) },
+      from: { path: '^lock/' },
       to: { path: '^exporter/' },
     },
-    ...TEMPORARY_LOCK_TO_EXPORTER.map((entry) => ({
-      name: 'lock-not-exporter',
-      comment: `Temporary allowance (TEMPORARY_LOCK_TO_EXPORTER): ${entry.from} may import only ${entry.to} of exporter/.`,
+    onlyImports(
+      'server-wires-lock-and-exporter',
+      'server/ is the composition root: it wires lock/, exporter/ and contract/, nothing else of the project.',
+      '^server/',
+      '^(server|lock|exporter|contract)/',
+    ),
+    {
+      name: 'server-only-from-entry-points',
+      comment:
+        'Nothing below the composition root imports it: only `holdfast server` (cli/run-server.ts) and the ' +
+        'tooling around the product (bin/, scripts/, demo/, test/, bench/) start a server.',
       severity: 'error',
-      from: { path: entry.from },
-      to: { path: '^exporter/', pathNot: entry.to },
-    })),
+      from: { pathNot: '^(server/|cli/run-server\\.ts$|bin/|scripts/|demo/|test/|bench/)' },
+      to: { path: '^server/' },
+    },
     {
       name: 'no-circular',
       comment: 'No module imports itself through others.',

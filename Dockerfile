@@ -5,7 +5,7 @@
 # The embedded store keeps its files in /var/lib/holdfast (mount a volume there to keep them).
 # deploy/compose.yaml and deploy/kubernetes/ run this image; test/deploy/ checks this file statically.
 
-# --- build: full install, compile lock/, exporter/, contract/, cli/ into dist/ ---
+# --- build: full install, compile server/, lock/, exporter/, contract/, cli/ into dist/ ---
 FROM node:20-bookworm-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
@@ -13,6 +13,7 @@ COPY client/package.json client/package.json
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.build.json ./
 COPY contract contract
+COPY server server
 COPY lock lock
 COPY exporter exporter
 COPY cli cli

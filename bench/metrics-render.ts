@@ -15,7 +15,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../lock/config.js';
-import { startHoldfastServer } from '../lock/holdfast-server.js';
+import { startHoldfastServer } from '../server/holdfast-server.js';
 import { PgDatabase } from '../lock/store/sql/pg-database.js';
 import { PgliteDatabase } from '../lock/store/sql/pglite-database.js';
 import type { SqlDatabase } from '../lock/store/sql/queryable.js';

@@ -12,7 +12,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const compiled = join(root, 'dist/cli/main.js');
 const source = join(root, 'cli/main.ts');
-const COMPILED_FOLDERS = ['lock', 'exporter', 'contract', 'cli', 'client'];
+const COMPILED_FOLDERS = ['server', 'lock', 'exporter', 'contract', 'cli', 'client'];
 
 function newestSourceMillis(dir) {
   let newest = 0;

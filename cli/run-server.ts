@@ -16,7 +16,7 @@ export async function runServer(): Promise<void> {
   const { tracingWanted } = await import('../exporter/tracing-wanted.js');
   const wanted = tracingWanted(process.env);
   const tracing: Tracing | null = wanted.enabled ? (await import('../exporter/tracing.js')).startTracing() : null;
-  const { startHoldfastServer } = await import('../lock/holdfast-server.js');
+  const { startHoldfastServer } = await import('../server/holdfast-server.js');
   process.stderr.write(`holdfast: tracing ${wanted.enabled ? 'on' : 'off'} (${wanted.reason})\n`);
   const server = await startHoldfastServer(config);
   process.stderr.write(`holdfast: serving on ${server.url} (store: ${config.HOLDFAST_STORE})\n`);

@@ -1,16 +1,42 @@
 /**
- * The one fan-out of the lock core's facts (contract/lock-events.ts): each fact
- * becomes its metric, its activity-window count and its C4 log event here, so
- * core makes one call per fact and knows none of the three formats.
+ * The one fan-out of the lock server's facts: the core's (contract/lock-events.ts)
+ * and the HTTP surface's (contract/http-events.ts). Each fact becomes its metric,
+ * its activity-window count and its C4 log event here, so core and lock/http make
+ * one call per fact and know none of the three formats. This file is the only
+ * writer of the activity window the admin summary (A5) reads.
  */
+import type { HttpTelemetry, MeasuredRoute } from '../contract/http-events.js';
 import { LOCK_EXPIRY_CAUSE_OF_SESSION_END, type LockEvents } from '../contract/lock-events.js';
-import type { SessionEndCause } from '../contract/records.js';
 import type { EventLog } from './events.js';
+import { isS1Bad, isS1Counted, type MeasuredOutcome } from './outcomes.js';
+import { beginMeasuredRequest } from './request-telemetry.js';
 import type { ServerMetrics } from './server-metrics.js';
+import { callerSpanContext } from './trace-context.js';
 
 /** What the fan-out needs of the activity window (lock/core/activity-window.ts). */
 export interface ActivityCounter {
   record(name: string): void;
+}
+
+/**
+ * L4/L5/L6: span, metric and exemplar (exporter/request-telemetry.ts), then the answer's
+ * activity counts, from the same outcome the metric got (A5's recent rates and S1 figures).
+ */
+export function createHttpTelemetry(deps: { metrics: ServerMetrics; log: EventLog; activity: ActivityCounter }): HttpTelemetry {
+  const { metrics, log, activity } = deps;
+  const counted = (route: MeasuredRoute, outcome: MeasuredOutcome) => {
+    activity.record(`${route}:${outcome}`);
+    if (!isS1Counted(outcome)) return;
+    activity.record('slo:requests');
+    if (isS1Bad(outcome)) activity.record('slo:bad');
+  };
+  return {
+    beginMeasured: (route, headers) => beginMeasuredRequest(route, headers, metrics, counted),
+    callerTrace: (headers) => callerSpanContext(headers),
+    requestFailed(ctx, fact) {
+      log.emit('request_failed', ctx, fact);
+    },
+  };
 }
 
 

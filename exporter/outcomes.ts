@@ -3,10 +3,10 @@
  * metric. One function decides, and the metric, the span's `lock.outcome` /
  * `error.type` and the S1 SLI all read its answer, so they cannot disagree.
  */
+import type { MeasuredRoute } from '../contract/http-events.js';
 import { SLO_S1, type AcquireOutcome, type ReleaseOutcome, type RenewOutcome } from '../contract/metric-table.js';
 
-/** The requests availability SLO S1 counts, each with its own metric. */
-export type MeasuredRoute = 'acquire' | 'renew' | 'release';
+export type { MeasuredRoute } from '../contract/http-events.js';
 
 export type MeasuredOutcome = AcquireOutcome | RenewOutcome | ReleaseOutcome;
 

@@ -3,75 +3,63 @@
  * span (`lock.acquire`, `lock.renew`, `lock.release`), the pinned metric with
  * its OpenMetrics exemplar, and the span context every log line of the request
  * carries. The outcome is decided once (exporter/outcomes.ts) for all three.
- * HTTP-framework free: the HTTP layer passes headers in and the answer out.
+ * HTTP-framework free: the HTTP layer passes headers in and the answer out,
+ * through contract/http-events.ts (wired by exporter/lock-telemetry.ts).
  */
 import {
   INVALID_SPAN_CONTEXT,
   SpanKind,
   SpanStatusCode,
   TraceFlags,
+  context,
   isSpanContextValid,
   trace,
-  type Context,
   type Span,
   type SpanContext,
 } from '@opentelemetry/api';
-import { outcomeOf, SUCCESS_OUTCOME, type MeasuredOutcome, type MeasuredRoute } from './outcomes.js';
+import type { HttpAnswer, MeasuredRequest, MeasuredRoute, RequestHeaders } from '../contract/http-events.js';
+import { outcomeOf, SUCCESS_OUTCOME, type MeasuredOutcome } from './outcomes.js';
 import type { AcquireOutcome, ReleaseOutcome, RenewOutcome } from '../contract/metric-table.js';
 import type { ExemplarLabels, ServerMetrics } from './server-metrics.js';
-import { extractCallerContext, tracingActive, type Headers } from './trace-context.js';
+import { extractCallerContext, tracingActive } from './trace-context.js';
 
 export const SERVER_TRACER = 'holdfast-server';
 
 /** Span attribute value of `lock.outcome` / `error.type` when the caller left before an answer. */
 export const ABORTED = 'aborted';
 
-export interface Answer {
-  status: number;
-  /** The pinned error code of a non-2xx answer. */
-  code?: string;
-  seconds: number;
-  /** The answer was a draining instance's refusal (outcome `draining` on L4). */
-  draining?: boolean;
-}
+/** Told each answered request's outcome, once (the admin summary's activity counts). */
+export type OutcomeListener = (route: MeasuredRoute, outcome: MeasuredOutcome) => void;
 
-export interface MeasuredRequest {
-  readonly route: MeasuredRoute;
-  /** Run the handler in this context so store calls become child spans; null while tracing is off. */
-  readonly context: Context | null;
-  /** For the request's log events (EventContext.trace). */
-  readonly spanContext: SpanContext;
-  /** The grant's (or the request's) fencing token, as `lock.fencing_token`. */
-  fencingToken(token: string): void;
-  /** Records the metric, closes the span, and returns the outcome; null if already finished. */
-  answered(answer: Answer): MeasuredOutcome | null;
-  /** The caller went away before an answer: close the span, record no metric (it was not answered). */
-  abandoned(): void;
-}
-
-export function beginMeasuredRequest(route: MeasuredRoute, headers: Headers, metrics: ServerMetrics): MeasuredRequest {
+/** Implements contract/http-events.ts's MeasuredRequest (lock/http calls it through HttpTelemetry). */
+export function beginMeasuredRequest(
+  route: MeasuredRoute,
+  headers: RequestHeaders,
+  metrics: ServerMetrics,
+  onOutcome: OutcomeListener = () => {},
+): MeasuredRequest {
   const parent = extractCallerContext(headers);
-  if (!tracingActive()) return untracedRequest(route, trace.getSpanContext(parent) ?? INVALID_SPAN_CONTEXT, metrics);
+  if (!tracingActive()) return untracedRequest(route, trace.getSpanContext(parent) ?? INVALID_SPAN_CONTEXT, metrics, onOutcome);
   const span = trace
     .getTracer(SERVER_TRACER)
     .startSpan(`lock.${route}`, { kind: SpanKind.SERVER, attributes: { 'lock.backend': metrics.backend } }, parent);
   const spanContext = span.spanContext();
+  const spanned = trace.setSpan(parent, span);
   let finished = false;
 
   return {
-    route,
-    context: trace.setSpan(parent, span),
-    spanContext,
+    trace: spanContext,
+    run: (work) => context.with(spanned, work),
     fencingToken(token) {
       span.setAttribute('lock.fencing_token', token);
     },
-    answered({ status, code, seconds, draining }) {
-      if (finished) return null;
+    answered({ status, code, seconds, draining }: HttpAnswer) {
+      if (finished) return;
       finished = true;
       const outcome = outcomeOf(route, status, code, draining);
       record(metrics, route, outcome, seconds, exemplarOf(spanContext));
       endSpan(span, outcome, outcome !== SUCCESS_OUTCOME[route]);
-      return outcome;
+      onOutcome(route, outcome);
     },
     abandoned() {
       if (finished) return;
@@ -85,19 +73,18 @@ export function beginMeasuredRequest(route: MeasuredRoute, headers: Headers, met
  * Tracing off: no span and no context switch, only the metric. The log lines and the
  * exemplar still name the caller's span (what a no-op span would have carried).
  */
-function untracedRequest(route: MeasuredRoute, spanContext: SpanContext, metrics: ServerMetrics): MeasuredRequest {
+function untracedRequest(route: MeasuredRoute, spanContext: SpanContext, metrics: ServerMetrics, onOutcome: OutcomeListener): MeasuredRequest {
   let finished = false;
   return {
-    route,
-    context: null,
-    spanContext,
+    trace: spanContext,
+    run: (work) => work(),
     fencingToken() {},
-    answered({ status, code, seconds, draining }) {
-      if (finished) return null;
+    answered({ status, code, seconds, draining }: HttpAnswer) {
+      if (finished) return;
       finished = true;
       const outcome = outcomeOf(route, status, code, draining);
       record(metrics, route, outcome, seconds, exemplarOf(spanContext));
-      return outcome;
+      onOutcome(route, outcome);
     },
     abandoned() {
       finished = true;

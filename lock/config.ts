@@ -14,6 +14,27 @@ const intFrom = (min: number, max: number, fallback: number) =>
     .optional()
     .transform((v) => v ?? fallback);
 
+/**
+ * How long a caller may take to send its request, and to stay idle between requests
+ * (issue 24 item 8). The handler's own time (an L4 waiting up to 30 s) is not bounded by these.
+ */
+export interface HttpTimeouts {
+  /** Headers and body, from the request's first byte: a trickled body is cut (408) at this. */
+  requestMillis: number;
+  /** Headers alone, from the request's first byte (a new connection that sends nothing counts from its start). */
+  headersMillis: number;
+  /** A kept-alive connection with no request in flight is closed this long after its last answer (>= 2000). */
+  idleMillis: number;
+}
+
+export const HTTP_TIMEOUT_DEFAULTS: HttpTimeouts = {
+  requestMillis: 10_000,
+  headersMillis: 5_000,
+  // Longer than the usual load balancer idle timeout (60 s), so a balancer never reuses a
+  // connection the server is just closing.
+  idleMillis: 72_000,
+};
+
 const schema = z.object({
   HOLDFAST_STORE: z.enum(['embedded', 'postgres', 'etcd']).default('embedded'),
   HOLDFAST_PORT: intFrom(0, 65535, 7070),
@@ -52,6 +73,10 @@ const schema = z.object({
    * served) before it closes its listener, so load balancers see it leave before connections fail.
    */
   HOLDFAST_DRAIN_DELAY_MS: intFrom(0, 120_000, 5000),
+  /** v3 (issue 24): HTTP request, header and idle timeouts (HttpTimeouts); headers <= request. */
+  HOLDFAST_HTTP_REQUEST_TIMEOUT_MS: intFrom(1000, 300_000, HTTP_TIMEOUT_DEFAULTS.requestMillis),
+  HOLDFAST_HTTP_HEADERS_TIMEOUT_MS: intFrom(500, 300_000, HTTP_TIMEOUT_DEFAULTS.headersMillis),
+  HOLDFAST_HTTP_IDLE_TIMEOUT_MS: intFrom(2000, 600_000, HTTP_TIMEOUT_DEFAULTS.idleMillis),
 });
 
 export type ServerConfig = z.infer<typeof schema>;
@@ -70,5 +95,18 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (config.HOLDFAST_STORE === 'etcd' && !config.ETCD_ENDPOINTS) {
     throw new Error('invalid configuration: HOLDFAST_STORE=etcd needs ETCD_ENDPOINTS');
   }
+  if (config.HOLDFAST_HTTP_HEADERS_TIMEOUT_MS > config.HOLDFAST_HTTP_REQUEST_TIMEOUT_MS) {
+    throw new Error(
+      'invalid configuration: HOLDFAST_HTTP_HEADERS_TIMEOUT_MS must not exceed HOLDFAST_HTTP_REQUEST_TIMEOUT_MS (the request includes its headers)',
+    );
+  }
   return config;
+}
+
+export function httpTimeoutsOf(config: ServerConfig): HttpTimeouts {
+  return {
+    requestMillis: config.HOLDFAST_HTTP_REQUEST_TIMEOUT_MS,
+    headersMillis: config.HOLDFAST_HTTP_HEADERS_TIMEOUT_MS,
+    idleMillis: config.HOLDFAST_HTTP_IDLE_TIMEOUT_MS,
+  };
 }

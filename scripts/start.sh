@@ -68,7 +68,7 @@ wait_for() { # url, name, pid, seconds
 server_build_is_stale() {
   [ -f dist/cli/main.js ] || return 0
   local newer
-  newer=$(find lock exporter contract cli client -name '*.ts' -newer dist/cli/main.js -not -path '*/node_modules/*' -not -path '*/dist/*' -print -quit 2>/dev/null)
+  newer=$(find server lock exporter contract cli client -name '*.ts' -newer dist/cli/main.js -not -path '*/node_modules/*' -not -path '*/dist/*' -print -quit 2>/dev/null)
   [ -n "$newer" ]
 }
 if server_build_is_stale; then

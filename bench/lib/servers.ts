@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../lock/config.js';
-import { startHoldfastServer, type RunningServer } from '../../lock/holdfast-server.js';
+import { startHoldfastServer, type RunningServer } from '../../server/holdfast-server.js';
 import type { EtcdStoreOptions } from '../../lock/store/etcd/etcd-store.js';
 import type { LockStore } from '../../lock/store/spi.js';
 

@@ -9,7 +9,6 @@ import { LockLostError, NotLeaderError } from '../errors.js';
 import type { AuditEntry, FencingToken, LockGrant, LockInfo, LockOutcome, Page, SessionInfo } from '../../contract/records.js';
 import type { AuditHead, AuditQuery, HeldLock, InstancePublication, LockStore, SessionCredential } from '../store/spi.js';
 import type { EventContext, LockEvents } from '../../contract/lock-events.js';
-import { ActivityWindow } from './activity-window.js';
 import { AcquireWaits } from './acquire-wait.js';
 import { systemClock, type Clock, type RandomSource } from './clock.js';
 import { ContentionAnswers } from './contention-answers.js';
@@ -51,8 +50,6 @@ export interface LockServiceOptions {
    * e.g. its contention top-K summary so A7 can merge every instance's. Must be JSON.
    */
   publication?: () => unknown;
-  /** The window the admin summary reads (shared with the telemetry that counts into it). */
-  activity?: ActivityWindow;
   /** Store call timeout and probe interval of the health state (store-health.ts). */
   storeHealth?: StoreHealthOptions;
 }
@@ -63,7 +60,6 @@ export class LockService {
   /** This server's one view of whether its store answers (lock_store_up). */
   readonly storeHealth: StoreHealth;
   readonly waiters = new WaiterRegistry();
-  readonly activity: ActivityWindow;
   /** Contention top-K, per-key history, wait graph, lock_hold_seconds (issue 14). */
   readonly insight: LockInsight;
   /** This instance's part in the fleet (instance registry, deadlock checks), when the store keeps wait state. */
@@ -100,7 +96,6 @@ export class LockService {
     const store = (this.store = healthCheckedStore(rawStore, this.storeHealth));
     const budget = new ContentionBudget(options.contentionBudget ?? DEFAULT_CONTENTION_BUDGET, clock);
     this.auditSealer = options.auditSealer ?? createAuditSealer();
-    this.activity = options.activity ?? new ActivityWindow(() => clock.now());
     const insight = (this.insight = new LockInsight(store, this.waiters, events, () => clock.now(), options.insight));
     this.contention = new ContentionAnswers(budget, insight, events, options.maxWaitsPerSession ?? 32);
     this.fleet = store.fleet
@@ -344,6 +339,33 @@ export class LockService {
 
   readAuditHead(): Promise<AuditHead> {
     return this.store.readAuditHead();
+  }
+
+  // ---- for the HTTP surface and the server wiring (routes call methods, not this class's fields) ----
+
+  /** Counts of held locks, live sessions, oldest grant and sweep lag, through the health check (A5, store gauges). */
+  storeSummary(): ReturnType<LockStore['summary']> {
+    return this.store.summary();
+  }
+
+  /** Whether this server counts its store up (`lock_store_up`). */
+  get storeUp(): boolean {
+    return this.storeHealth.up;
+  }
+
+  /** Waits parked on this instance (`lock_waiters` is per instance; waiterTotal() is fleet-wide). */
+  localWaiterCount(): number {
+    return this.waiters.total();
+  }
+
+  /** This instance's recent events of a key, with the store's audit entries about it (console history). */
+  keyHistory(key: string, limit: number): ReturnType<LockInsight['keyHistory']> {
+    return this.insight.keyHistory(key, limit);
+  }
+
+  /** This instance's wait-for graph (console waits view). */
+  waitGraph(): ReturnType<LockInsight['waitGraph']> {
+    return this.insight.waitGraph();
   }
 
   // ---- internals ----------------------------------------------------------

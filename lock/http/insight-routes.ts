@@ -11,7 +11,6 @@ import { routeSchemas, type HttpApp } from './schemas.js';
 import { decodeKeySegment, parseLimit } from './validation.js';
 
 export function registerInsightRoutes(app: HttpApp, service: LockService): void {
-  const { insight } = service;
   app.get('/v1/admin/contention', { schema: routeSchemas.contention, config: { role: 'viewer' } }, async (request) => {
     const q = request.query as { limit?: string };
     return service.topContended(parseLimit(q.limit, CONTENTION_TOP_LIMIT.default, CONTENTION_TOP_LIMIT.max));
@@ -19,10 +18,10 @@ export function registerInsightRoutes(app: HttpApp, service: LockService): void 
 
   app.get('/v1/admin/locks/:key/history', { schema: routeSchemas.keyHistory, config: { role: 'viewer' } }, async (request) => {
     const q = request.query as { limit?: string };
-    return insight.keyHistory(historyKeyOf(request), parseLimit(q.limit, HISTORY_LIMIT.default, HISTORY_LIMIT.max));
+    return service.keyHistory(historyKeyOf(request), parseLimit(q.limit, HISTORY_LIMIT.default, HISTORY_LIMIT.max));
   });
 
-  app.get('/v1/admin/waits', { schema: routeSchemas.waits, config: { role: 'viewer' } }, async () => insight.waitGraph());
+  app.get('/v1/admin/waits', { schema: routeSchemas.waits, config: { role: 'viewer' } }, async () => service.waitGraph());
 }
 
 /** The key from the raw path (the router's decoding would split an encoded `/`). */

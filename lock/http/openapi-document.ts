@@ -13,7 +13,7 @@ export const OPENAPI_PATH = 'docs/openapi.json';
 
 /**
  * A dependency the document build must not call: reading through it is allowed (route
- * registration may keep a reference, e.g. `service.insight`), calling anything fails loudly.
+ * registration may keep a reference), calling anything fails loudly.
  */
 function unused<T>(path: string): T {
   return new Proxy(() => undefined, {
@@ -28,8 +28,8 @@ export async function openApiDocumentText(): Promise<string> {
   const deps: HttpServerDeps = {
     service: unused('service'),
     tokens: unused('tokens'),
-    metrics: unused('metrics'),
-    events: unused('events'),
+    telemetry: unused('telemetry'),
+    activity: unused('activity'),
     defaultLockTtlMillis: LOCK_TTL_MILLIS.default,
     shutdownSignal: new AbortController().signal,
     renderMetrics: () => Promise.reject(new Error('building the OpenAPI document rendered metrics')),

@@ -16,13 +16,25 @@ import type { Summary } from './schemas.js';
 
 const WINDOWS = { '1m': 60, '5m': 300 } as const;
 
-export async function buildSummary(service: LockService): Promise<Summary> {
+/**
+ * What the summary reads of the activity window (lock/core/activity-window.ts): counts the
+ * telemetry wrote (exporter/lock-telemetry.ts) under `<route>:<outcome>`, `slo:requests`,
+ * `slo:bad`, `contention:<reason>`, `session_expired:<cause>` and `force_revoke:<outcome>`.
+ */
+export interface RecentActivity {
+  /** Events per second over the last `seconds`. */
+  rate(name: string, seconds: number): number;
+  count(name: string, seconds: number): number;
+  /** Since this server started. */
+  total(name: string): number;
+}
+
+export async function buildSummary(service: LockService, activity: RecentActivity): Promise<Summary> {
   const [{ heldLocks, activeSessions }, waiters, deadlockCycles] = await Promise.all([
-    service.store.summary(),
+    service.storeSummary(),
     service.waiterTotal(),
     service.deadlockCycles(),
   ]);
-  const { activity } = service;
   const ratesOver = (seconds: number) => {
     const per = (prefix: string, names: readonly string[]) =>
       Object.fromEntries(names.map((n) => [n, round(activity.rate(`${prefix}:${n}`, seconds))]));

@@ -118,7 +118,7 @@ describe('Dockerfile', () => {
       ].sort(),
     );
     // No TypeScript source in the image: bin/holdfast.js then always runs dist/ (never tsx, which is not installed).
-    expect(finalCopies.flatMap((c) => c.sources).filter((s) => /^(lock|exporter|contract|cli|app|client)$/.test(s))).toEqual([]);
+    expect(finalCopies.flatMap((c) => c.sources).filter((s) => /^(server|lock|exporter|contract|cli|app|client)$/.test(s))).toEqual([]);
   });
 
   it('its command is `node bin/holdfast.js server`, and the build emits what bin/holdfast.js runs', () => {

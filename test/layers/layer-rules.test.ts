@@ -13,7 +13,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 const root = path.resolve(import.meta.dirname, '../..');
 const config = path.join(root, '.dependency-cruiser.cjs');
 const depcruise = path.join(root, 'node_modules/dependency-cruiser/bin/dependency-cruise.mjs');
-const SOURCE_FOLDERS = ['contract', 'client', 'lock', 'exporter', 'app', 'cli', 'bin', 'alerts', 'dashboards', 'scripts', 'demo', 'deploy'];
+const SOURCE_FOLDERS = ['contract', 'client', 'lock', 'exporter', 'server', 'app', 'cli', 'bin', 'alerts', 'dashboards', 'scripts', 'demo', 'deploy'];
 
 interface Violation {
   from: string;
@@ -66,19 +66,24 @@ describe('layer rules (dependency-cruiser)', () => {
       'lock/store/sql/sql-store.ts': "import { s } from '../../core/lock-service.js';\nexport const q = s;\n",
       'lock/core/lock-service.ts':
         "import { q } from '../store/sql/sql-store.js';\nimport { h } from '../http/server.js';\nimport { y } from '../../exporter/events.js';\nimport { z } from '../../exporter/render-metrics.js';\nexport const s = [q, h, y, z];\n",
-      'lock/http/server.ts': "import { c } from '../../client/meters.js';\nexport const h = c;\n",
+      // lock/http/server.ts once imported exporter/ under a temporary allowance; there is none now.
+      'lock/http/server.ts':
+        "import { c } from '../../client/meters.js';\nimport { o } from '../../exporter/outcomes.js';\nexport const h = [c, o];\n",
       'exporter/events.ts': "import { h } from '../lock/http/server.js';\nexport const y = h;\n",
-      'exporter/render-metrics.ts': 'export const z = 1;\n',
+      'exporter/render-metrics.ts': "import { w } from '../server/holdfast-server.js';\nexport const z = w;\n",
       'exporter/outcomes.ts': 'export const o = 1;\n',
-      'lock/holdfast-server.ts':
-        "import { y } from '../exporter/events.js';\nimport { o } from '../exporter/outcomes.js';\nexport const w = [y, o];\n",
+      // The composition root may wire lock/, exporter/ and contract/; app/ is not among them.
+      'server/holdfast-server.ts':
+        "import { h } from '../lock/http/server.js';\nimport { y } from '../exporter/events.js';\nimport { r } from '../contract/records.js';\nimport { p } from '../app/page.js';\nexport const w = [h, y, r, p];\n",
       'lock/config.ts': "import { y } from '../exporter/events.js';\nexport const k = y;\n",
+      'cli/run-server.ts': "import { w } from '../server/holdfast-server.js';\nexport const run = w;\n",
+      'cli/commands/status.ts': "import { w } from '../../server/holdfast-server.js';\nexport const st = w;\n",
     };
     for (const [file, text] of Object.entries(files)) {
       mkdirSync(path.dirname(path.join(fixture, file)), { recursive: true });
       writeFileSync(path.join(fixture, file), text);
     }
-    const found = cruise(fixture, ['contract', 'client', 'app', 'alerts', 'dashboards', 'cli', 'lock', 'exporter']).violations.map(
+    const found = cruise(fixture, ['contract', 'client', 'app', 'alerts', 'dashboards', 'cli', 'lock', 'exporter', 'server']).violations.map(
       (v) => `${v.rule.name}: ${v.from} -> ${v.to}`,
     );
 
@@ -93,12 +98,14 @@ describe('layer rules (dependency-cruiser)', () => {
       'lock-core-no-http: lock/core/lock-service.ts -> lock/http/server.ts',
       'lock-store-only-down: lock/store/sql/sql-store.ts -> lock/core/lock-service.ts',
       'exporter-not-core-or-http: exporter/events.ts -> lock/http/server.ts',
-      // lock/core has no allowance at all (its telemetry goes through contract/lock-events.ts).
+      // No allowance: neither lock/core nor lock/http nor any other lock/ file imports exporter/.
       'lock-not-exporter: lock/core/lock-service.ts -> exporter/events.ts',
       'lock-not-exporter: lock/core/lock-service.ts -> exporter/render-metrics.ts',
-      // The composition root's temporary allowance names exact files: events.ts yes, outcomes.ts no.
-      'lock-not-exporter: lock/holdfast-server.ts -> exporter/outcomes.ts',
+      'lock-not-exporter: lock/http/server.ts -> exporter/outcomes.ts',
       'lock-not-exporter: lock/config.ts -> exporter/events.ts',
+      'server-wires-lock-and-exporter: server/holdfast-server.ts -> app/page.ts',
+      'server-only-from-entry-points: exporter/render-metrics.ts -> server/holdfast-server.ts',
+      'server-only-from-entry-points: cli/commands/status.ts -> server/holdfast-server.ts',
     ])('%s', (violation) => {
       expect(found).toContain(violation);
     });
@@ -107,8 +114,11 @@ describe('layer rules (dependency-cruiser)', () => {
       expect(found.filter((v) => v.startsWith('no-circular:')).length).toBeGreaterThan(0);
     });
 
-    it('the allowed import stays allowed (holdfast-server.ts -> exporter/events.ts)', () => {
-      expect(found).not.toContain('lock-not-exporter: lock/holdfast-server.ts -> exporter/events.ts');
+    it('the composition root may wire lock/, exporter/ and contract/, and `holdfast server` may start it', () => {
+      expect(found.filter((v) => v.startsWith('server-wires-lock-and-exporter:'))).toEqual([
+        'server-wires-lock-and-exporter: server/holdfast-server.ts -> app/page.ts',
+      ]);
+      expect(found.filter((v) => v.includes(' cli/run-server.ts -> '))).toEqual([]);
     });
   });
 });

@@ -145,17 +145,10 @@ const FINGERPRINTS: Fingerprint[] = [
 ];
 
 /**
- * TEMPORARY ALLOWANCE — restatements in files this change was not to edit (lock/store/ is the
- * lead's, lock/http/server.ts is being restructured). Each entry is one file and one fingerprint,
- * with the change that removes it; any other restatement fails now, and an entry that no longer
- * matches fails too (delete it).
+ * Restatements still allowed, each one file and one fingerprint with the change that removes it.
+ * Empty: every restatement fails. An entry that no longer matches fails too (delete it).
  */
 const TEMPORARY_ALLOWANCE: { file: string; id: string; fix: string }[] = [
-  {
-    file: 'lock/http/server.ts',
-    id: `limit-${SESSION_TTL_MILLIS.default}`,
-    fix: 'L1: `body.ttlMillis ?? SESSION_TTL_MILLIS.default` (SESSION_TTL_MILLIS from contract/wire-rules.ts)',
-  },
 ];
 
 function sourceFiles(folder: string): string[] {

@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../lock/config.js';
-import { startHoldfastServer, type RunningServer, type StartOptions } from '../../lock/holdfast-server.js';
+import { startHoldfastServer, type RunningServer, type StartOptions } from '../../server/holdfast-server.js';
 import { loadAuditSealer } from '../../lock/audit/audit-key.js';
 import { openStore } from '../../lock/store/open-store.js';
 import type { LockStore } from '../../lock/store/spi.js';

@@ -1,5 +1,5 @@
 import { afterEach, expect, test, vi } from 'vitest';
-import { startSweeper } from '../../lock/holdfast-server.js';
+import { startSweeper } from '../../server/sweeper.js';
 import type { EventLog } from '../../exporter/events.js';
 
 afterEach(() => {

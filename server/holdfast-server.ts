@@ -1,26 +1,30 @@
 /**
- * Assembles one Holdfast server: store → instrumentation → core → HTTP, plus
- * the sweeper and graceful shutdown. Used by `holdfast server` and by tests.
+ * The composition root: assembles one Holdfast server — store → instrumentation →
+ * core → HTTP, plus the sweeper and graceful shutdown — and is the one place that
+ * plugs exporter/ (metrics, log, tracing) into lock/'s telemetry interfaces
+ * (contract/lock-events.ts for the core, contract/http-events.ts for the HTTP
+ * surface). Used by `holdfast server` (cli/run-server.ts), tests and benchmarks.
  */
 import { setMaxListeners } from 'node:events';
 import type { DestinationStream } from 'pino';
-import { AdminTokens } from './admin-tokens.js';
-import { loadAuditSealer } from './audit/audit-key.js';
-import type { ServerConfig } from './config.js';
-import type { Clock } from './core/clock.js';
-import { ActivityWindow } from './core/activity-window.js';
-import { systemClock } from './core/clock.js';
-import { LockService } from './core/lock-service.js';
-import { DrainingError } from './errors.js';
-import { buildHttpServer } from './http/server.js';
-import { openStore } from './store/open-store.js';
-import type { LockStore } from './store/spi.js';
+import { AdminTokens } from '../lock/admin-tokens.js';
+import { loadAuditSealer } from '../lock/audit/audit-key.js';
+import { httpTimeoutsOf, type ServerConfig } from '../lock/config.js';
+import type { Clock } from '../lock/core/clock.js';
+import { ActivityWindow } from '../lock/core/activity-window.js';
+import { systemClock } from '../lock/core/clock.js';
+import { LockService } from '../lock/core/lock-service.js';
+import { DrainingError } from '../lock/errors.js';
+import { buildHttpServer } from '../lock/http/server.js';
+import { openStore } from '../lock/store/open-store.js';
+import type { LockStore } from '../lock/store/spi.js';
 import { createEventLog, type EventLog } from '../exporter/events.js';
 import { instrumentStore } from '../exporter/instrumented-store.js';
-import { createLockTelemetry } from '../exporter/lock-telemetry.js';
+import { createHttpTelemetry, createLockTelemetry } from '../exporter/lock-telemetry.js';
 import { renderMetrics } from '../exporter/render-metrics.js';
 import { createServerMetrics, type ServerMetrics } from '../exporter/server-metrics.js';
 import { refreshStoreGauges } from '../exporter/store-gauges.js';
+import { startSweeper } from './sweeper.js';
 
 export interface StartOptions {
   /** Use this store instead of opening the configured one (tests wrap stores). */
@@ -53,6 +57,8 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
   const store = instrumentStore(rawStore, metrics);
 
   const clock = options.clock;
+  // The admin summary's recent counts: written only by the telemetry (exporter/lock-telemetry.ts),
+  // read only by A5 (lock/http/summary.ts).
   const activity = new ActivityWindow(() => (clock ?? systemClock).now());
   const service = new LockService(store, createLockTelemetry({ metrics, log: events, activity }), {
     activity,
@@ -74,13 +80,13 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
   // where the store keeps wait state (lock/core/fleet.ts), else this instance's.
   // Store-true gauges, counted by the store in the background (exporter/store-gauges.ts), through the
   // health check: while the store is down a refresh is refused at once and the last figures stay.
-  const storeGauges = refreshStoreGauges(() => service.store.summary(), config.HOLDFAST_STORE_GAUGE_REFRESH_MS);
+  const storeGauges = refreshStoreGauges(() => service.storeSummary(), config.HOLDFAST_STORE_GAUGE_REFRESH_MS);
   metrics.setGaugeSource('lockHeld', async () => (await storeGauges.latest()).heldLocks);
   metrics.setGaugeSource('lockSessionsActive', async () => (await storeGauges.latest()).activeSessions);
   metrics.setGaugeSource('lockOldestHeldSeconds', async () => (await storeGauges.latest()).oldestHeldMillis / 1000);
   metrics.setGaugeSource('lockSweepLagSeconds', async () => ((await storeGauges.latest()).sweepLagMillis ?? 0) / 1000);
-  metrics.setGaugeSource('lockStoreUp', () => (service.storeHealth.up ? 1 : 0));
-  metrics.setGaugeSource('lockWaiters', () => service.waiters.total());
+  metrics.setGaugeSource('lockStoreUp', () => (service.storeUp ? 1 : 0));
+  metrics.setGaugeSource('lockWaiters', () => service.localWaiterCount());
   metrics.setGaugeSource('lockDeadlockCycles', () => service.deadlockCycles());
   // Release feed and fleet registry before the first request: waits wake on releases from any instance.
   await service.start();
@@ -99,11 +105,12 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
   const app = buildHttpServer({
     service,
     tokens,
-    metrics,
-    events,
+    telemetry: createHttpTelemetry({ metrics, log: events, activity }),
+    activity,
     defaultLockTtlMillis: config.LOCK_DEFAULT_TTL_MS,
     shutdownSignal: shutdown.signal,
     renderMetrics: (accept) => renderMetrics(metrics.registry, accept),
+    timeouts: httpTimeoutsOf(config),
   });
 
   const sweeper = startSweeper(service, events, config.HOLDFAST_SWEEP_INTERVAL_MS);
@@ -134,35 +141,5 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
       })();
       return stopping;
     },
-  };
-}
-
-/**
- * Single flight: a tick that finds the last sweep still running is skipped, so a slow
- * store never builds a queue of sweeps (each would only find the same rows again).
- */
-export function startSweeper(service: Pick<LockService, 'sweep'>, events: EventLog, intervalMillis: number) {
-  let running: Promise<unknown> | null = null;
-  let sweeps = 0;
-  const timer = setInterval(() => {
-    if (running) return;
-    const requestId = `sweep-${++sweeps}`;
-    running = service
-      .sweep({ requestId })
-      .catch((error: Error) => {
-        events.emit('sweep_failed', { requestId }, { message: error.message });
-      })
-      .finally(() => {
-        running = null;
-      });
-  }, intervalMillis);
-  timer.unref();
-  return {
-    async stop() {
-      clearInterval(timer);
-      await running;
-    },
-    /** Sweeps started so far (tests). */
-    started: () => sweeps,
   };
 }

@@ -1,0 +1,29 @@
+/**
+ * What the HTTP surface is built from. The composition root (server/holdfast-server.ts)
+ * supplies each: the core, the tokens, and the observability side behind contract
+ * interfaces, so lock/http imports nothing of exporter/.
+ */
+import type { HttpTelemetry } from '../../contract/http-events.js';
+import type { AdminTokens } from '../admin-tokens.js';
+import type { HttpTimeouts } from '../config.js';
+import type { LockService } from '../core/lock-service.js';
+import type { RecentActivity } from './summary.js';
+
+export interface HttpServerDeps {
+  service: LockService;
+  tokens: AdminTokens;
+  /** L4/L5/L6 spans, metrics and activity counts, and the `request_failed` log line. */
+  telemetry: HttpTelemetry;
+  /** The recent counts A5 reads (written by the telemetry; this side only reads). */
+  activity: RecentActivity;
+  defaultLockTtlMillis: number;
+  /**
+   * Aborted when the server starts draining (its reason a DrainingError): /readyz and new L4s answer
+   * 503 at once, waiting acquires end at once; other routes are served until the listener closes.
+   */
+  shutdownSignal: AbortSignal;
+  /** Renders `/metrics` (the exporter owns the format). */
+  renderMetrics: (accept: string | undefined) => Promise<{ contentType: string; body: string }>;
+  /** Request, header and idle timeouts; lock/config.ts's defaults when absent. */
+  timeouts?: HttpTimeouts;
+}
