@@ -61,7 +61,6 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
   // read only by A5 (lock/http/summary.ts).
   const activity = new ActivityWindow(() => (clock ?? systemClock).now());
   const service = new LockService(store, createLockTelemetry({ metrics, log: events, activity }), {
-    activity,
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.random ? { random: options.random } : {}),
     auditSealer,
