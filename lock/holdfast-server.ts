@@ -47,6 +47,16 @@ export interface RunningServer {
 
 export async function startHoldfastServer(config: ServerConfig, options: StartOptions = {}): Promise<RunningServer> {
   const auditSealer = await loadAuditSealer(config.HOLDFAST_AUDIT_KEY_FILE);
+  // Credentials before the store: a refused tokens file (placeholder, weak token, readable by others)
+  // stops the start at once, with the reason, before anything is opened.
+  const backend = options.store?.backend ?? config.HOLDFAST_STORE;
+  let localTokenFile: string | undefined;
+  let tokensFile = config.HOLDFAST_ADMIN_TOKENS_FILE;
+  if (!tokensFile && backend === 'embedded') {
+    localTokenFile = (await AdminTokens.ensureLocalOperator(config.HOLDFAST_DATA_DIR)).file;
+    tokensFile = localTokenFile;
+  }
+  const tokens = tokensFile ? await AdminTokens.fromFile(tokensFile) : new AdminTokens([]);
   const rawStore = options.store ?? (await openStore(config));
   const metrics = createServerMetrics(rawStore.backend);
   const events = createEventLog(rawStore.backend, options.logDestination ? { destination: options.logDestination } : {});
@@ -84,14 +94,6 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
   metrics.setGaugeSource('lockDeadlockCycles', () => service.deadlockCycles());
   // Release feed and fleet registry before the first request: waits wake on releases from any instance.
   await service.start();
-
-  let localTokenFile: string | undefined;
-  let tokensFile = config.HOLDFAST_ADMIN_TOKENS_FILE;
-  if (!tokensFile && rawStore.backend === 'embedded') {
-    localTokenFile = (await AdminTokens.ensureLocalOperator(config.HOLDFAST_DATA_DIR)).file;
-    tokensFile = localTokenFile;
-  }
-  const tokens = tokensFile ? await AdminTokens.fromFile(tokensFile) : new AdminTokens([]);
 
   const shutdown = new AbortController();
   // Every in-flight acquire listens for shutdown: hundreds of listeners are expected, not a leak.

@@ -58,6 +58,8 @@ export async function startServer(options: StartServerOptions = {}): Promise<Tes
       { name: 'test-viewer', token: viewerToken, role: 'viewer' },
       ...(options.tokens ?? []),
     ]),
+    // Secret files others can read are refused (lock/secret-files.ts).
+    { mode: 0o600 },
   );
 
   const env: Record<string, string> = {
