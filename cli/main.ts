@@ -34,17 +34,24 @@ function describe(error: unknown): Failure {
   }
   if (error instanceof CliError) return { code: error.code, message: error.message, exitCode: error.exitCode };
   if (error instanceof ApiError) {
-    const hint =
-      error.status === 401 && ctx.withheldLocalToken !== undefined
-        ? `the local operator token in ${ctx.withheldLocalToken} is only sent to loopback URLs; for this server set HOLDFAST_TOKEN_FILE (or HOLDFAST_TOKEN)`
-        : undefined;
+    const hint = withheldHint(error.status);
     return { code: error.code, message: `${error.status} ${error.code}: ${error.message}`, status: error.status, exitCode: EXIT.failed, ...(hint ? { hint } : {}) };
   }
-  if (error instanceof ServerError) return { code: error.serverCode, message: error.message, status: error.status, exitCode: EXIT.failed };
+  if (error instanceof ServerError) {
+    const hint = withheldHint(error.status);
+    return { code: error.serverCode, message: error.message, status: error.status, exitCode: EXIT.failed, ...(hint ? { hint } : {}) };
+  }
   if (error instanceof ValidationError) return { code: error.code, message: error.message, exitCode: EXIT.usage };
   if (error instanceof TransportError) return { code: 'UNREACHABLE', message: `cannot reach the lock server at ${ctx.url}: ${error.message}; set HOLDFAST_URL`, exitCode: EXIT.failed };
   if (error instanceof HoldfastClientError) return { code: error.code, message: error.message, exitCode: EXIT.failed };
   return { code: 'CLI_ERROR', message: (error as Error)?.message ?? String(error), exitCode: EXIT.failed };
+}
+
+/** Why an unauthenticated answer came: the local operator token was withheld, and why. */
+function withheldHint(status: number): string | undefined {
+  const withheld = ctx.withheldLocalToken;
+  if (withheld === undefined || (status !== 401 && status !== 403)) return undefined;
+  return `the local operator token in ${withheld.file} was not sent: ${withheld.reason}; for this server set HOLDFAST_TOKEN_FILE (or HOLDFAST_TOKEN)`;
 }
 
 program.parseAsync(argv, { from: 'user' }).catch((error: unknown) => {

@@ -13,6 +13,8 @@ import { systemClock } from './core/clock.js';
 import { LockService } from './core/lock-service.js';
 import { DrainingError } from './errors.js';
 import { buildHttpServer } from './http/server.js';
+import { registerLocalIdentityRoute } from './http/local-identity-route.js';
+import { ensureIdentityKey } from './local-identity.js';
 import { openStore } from './store/open-store.js';
 import type { LockStore } from './store/spi.js';
 import { createEventLog, type EventLog } from '../exporter/events.js';
@@ -51,9 +53,12 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
   // stops the start at once, with the reason, before anything is opened.
   const backend = options.store?.backend ?? config.HOLDFAST_STORE;
   let localTokenFile: string | undefined;
+  let identityKey: Buffer | undefined;
   let tokensFile = config.HOLDFAST_ADMIN_TOKENS_FILE;
   if (!tokensFile && backend === 'embedded') {
     localTokenFile = (await AdminTokens.ensureLocalOperator(config.HOLDFAST_DATA_DIR)).file;
+    // Beside the local token: the key this server proves itself with before the CLI sends it.
+    identityKey = await ensureIdentityKey(config.HOLDFAST_DATA_DIR);
     tokensFile = localTokenFile;
   }
   const tokens = tokensFile ? await AdminTokens.fromFile(tokensFile) : new AdminTokens([]);
@@ -107,6 +112,7 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
     shutdownSignal: shutdown.signal,
     renderMetrics: (accept) => renderMetrics(metrics.registry, accept),
   });
+  if (identityKey) registerLocalIdentityRoute(app, identityKey);
 
   const sweeper = startSweeper(service, events, config.HOLDFAST_SWEEP_INTERVAL_MS);
   await app.listen({ port: config.HOLDFAST_PORT, host: config.HOLDFAST_HOST });

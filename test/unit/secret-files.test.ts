@@ -3,8 +3,9 @@
  * - Item 3: a tokens file with a shipped placeholder (the `REPLACE-ME-…` tokens that
  *   deploy/holdfast-tokens.example.json ships, and any other) or a token weaker than 128 bits is
  *   refused, naming the entry and why, without printing the token; strong generated tokens pass.
- * - Item 4: the tokens file, the audit key and the database password file are refused when group
- *   or others can read them, with a message naming the file and `chmod 600 <file>`; 0600 passes, and so does a root-owned
+ * - Item 4: the tokens file, the audit key, the database password file and the CLI's token files
+ *   (`--token-file`, the local operator token file) are refused when group or others can read them,
+ *   with a message naming the file and `chmod 600 <file>`; 0600 passes, and so does a root-owned
  *   0440/0640 file (a Kubernetes secret volume with fsGroup); a file owned by another user is refused.
  * - `holdfast server` itself refuses to start on the shipped example tokens file or a 0644 one,
  *   saying why on stderr before it serves anything.
@@ -15,6 +16,7 @@ import { chmodSync, chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { chooseToken, readTokenFile } from '../../cli/credentials.js';
 import { AdminTokens } from '../../lock/admin-tokens.js';
 import { loadAuditSealer } from '../../lock/audit/audit-key.js';
 import { assertPrivateFile } from '../../lock/secret-files.js';
@@ -107,6 +109,17 @@ describe('secret files others can read are refused (issue 24 item 4)', () => {
     const grouped = file(`${strong()}\n`, 0o640);
     chownSync(grouped, 4242, 4242);
     await expect(assertPrivateFile(grouped, 'the audit key', { uid: 4242 })).rejects.toThrow(/its group .* chmod 600/);
+  });
+
+  it('CLI token files: --token-file and the local operator token file, 0644 refused before anything is sent', async () => {
+    const tokenFile = file(`${strong()}\n`, 0o644);
+    await expect(readTokenFile(tokenFile)).rejects.toThrow(`refusing the token file ${tokenFile}`);
+    await expect(readTokenFile(tokenFile)).rejects.toThrow(fix(tokenFile));
+    const dataDir = mkdtempSync(path.join(dir, 'data-'));
+    const local = path.join(dataDir, 'admin-tokens.json');
+    writeFileSync(local, tokensJson(strong()));
+    chmodSync(local, 0o644);
+    await expect(chooseToken({ url: 'http://127.0.0.1:1', dataDir })).rejects.toThrow(fix(local));
   });
 
   it.runIf(asRoot)('root-owned and group-readable (a Kubernetes secret volume with fsGroup: 0440) passes; others-readable does not', async () => {
