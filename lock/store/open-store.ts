@@ -2,7 +2,7 @@
  * Wires the configured store by name. This is the one place outside a store's
  * own folder that knows which stores exist; core receives only the SPI.
  */
-import { mkdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { loadAuditSealer } from '../audit/audit-key.js';
 import { assertPrivateFile } from '../secret-files.js';
@@ -18,8 +18,8 @@ export async function openStore(config: ServerConfig): Promise<LockStore> {
   switch (config.HOLDFAST_STORE) {
     case 'embedded': {
       const ownerDir = path.resolve(config.HOLDFAST_DATA_DIR);
+      // Created (owner-only) by the first start's initdb; may be a symbolic link to another disk.
       const dataDir = path.join(ownerDir, 'pgdata');
-      await mkdir(dataDir, { recursive: true, mode: 0o700 });
       store = new SqlLockStore(await PgliteDatabase.open(dataDir, undefined, { ownerDir }), 'embedded', { sealer });
       break;
     }
