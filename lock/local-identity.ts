@@ -19,7 +19,7 @@
  * - it cannot relay the question to the real server either: the real server answers for the
  *   address and port it was reached on, not the impostor's;
  * - an answer cannot be replayed: every question has a new nonce.
- * What remains: the CLI's next connection (the one that carries the token) is a new one. A server
+ * What remains: the request that carries the token may travel on a new connection. A server
  * that stops in the milliseconds between the proof and the request, and a listener that takes its
  * port in that window, would get it; the listener would have to be already waiting for that port.
  */
