@@ -1,7 +1,10 @@
 # syntax=docker/dockerfile:1
 # The Holdfast lock server, compiled (no tsx, no console, no dev dependencies), as a non-root user.
 #   docker build -t holdfast .
-#   docker run -p 7070:7070 -e HOLDFAST_STORE=postgres -e DATABASE_URL=postgres://… holdfast
+#   deploy/generate-credentials.sh ./credentials && sudo chown -R 1000 ./credentials   (the image's user; files 0600)
+#   docker run -p 7070:7070 -v "$PWD/credentials:/run/holdfast:ro" \
+#     -e HOLDFAST_ADMIN_TOKENS_FILE=/run/holdfast/tokens.json -e HOLDFAST_AUDIT_KEY_FILE=/run/holdfast/audit.key \
+#     -e HOLDFAST_STORE=postgres -e DATABASE_URL=postgres://… holdfast
 # The embedded store keeps its files in /var/lib/holdfast (mount a volume there to keep them).
 # deploy/compose.yaml and deploy/kubernetes/ run this image; test/deploy/ checks this file statically.
 

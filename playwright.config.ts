@@ -41,6 +41,8 @@ if (!process.env.E2E_CONSOLE_PORT) {
       { name: 'e2e-operator', token: operatorToken, role: 'operator' },
       { name: 'e2e-viewer', token: viewerToken, role: 'viewer' },
     ]),
+    // Secret files others can read are refused (lock/secret-files.ts).
+    { mode: 0o600 },
   );
   Object.assign(process.env, {
     E2E_SERVER_PORT: String(serverPort),

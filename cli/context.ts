@@ -4,7 +4,7 @@
  */
 import type { Command } from 'commander';
 import { AdminApi } from './admin-api.js';
-import { chooseToken } from './credentials.js';
+import { chooseToken, type WithheldLocalToken } from './credentials.js';
 import { CliError } from './exit-codes.js';
 
 export type OutputFormat = 'table' | 'wide' | 'json';
@@ -19,8 +19,8 @@ interface GlobalOptions {
 }
 
 export class CliContext {
-  /** Set when the local operator token was not sent because HOLDFAST_URL is not loopback. */
-  withheldLocalToken: string | undefined;
+  /** Set when the local operator token was not sent (HOLDFAST_URL not loopback, or the server there did not prove itself). */
+  withheldLocalToken: WithheldLocalToken | undefined;
 
   constructor(private readonly program: Command) {}
 

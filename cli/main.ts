@@ -7,6 +7,7 @@
  * ever carries results (a pipe into jq sees nothing on failure, the exit code
  * says why). Exit codes: cli/exit-codes.ts.
  */
+import { inspect } from 'node:util';
 import { CommanderError } from 'commander';
 import { HoldfastClientError, ServerError, TransportError, ValidationError } from '../client/index.js';
 import { ApiError } from './admin-api.js';
@@ -34,17 +35,35 @@ function describe(error: unknown): Failure {
   }
   if (error instanceof CliError) return { code: error.code, message: error.message, exitCode: error.exitCode };
   if (error instanceof ApiError) {
-    const hint =
-      error.status === 401 && ctx.withheldLocalToken !== undefined
-        ? `the local operator token in ${ctx.withheldLocalToken} is only sent to loopback URLs; for this server set HOLDFAST_TOKEN_FILE (or HOLDFAST_TOKEN)`
-        : undefined;
+    const hint = withheldHint(error.status);
     return { code: error.code, message: `${error.status} ${error.code}: ${error.message}`, status: error.status, exitCode: EXIT.failed, ...(hint ? { hint } : {}) };
   }
-  if (error instanceof ServerError) return { code: error.serverCode, message: error.message, status: error.status, exitCode: EXIT.failed };
+  if (error instanceof ServerError) {
+    const hint = withheldHint(error.status);
+    return { code: error.serverCode, message: error.message, status: error.status, exitCode: EXIT.failed, ...(hint ? { hint } : {}) };
+  }
   if (error instanceof ValidationError) return { code: error.code, message: error.message, exitCode: EXIT.usage };
   if (error instanceof TransportError) return { code: 'UNREACHABLE', message: `cannot reach the lock server at ${ctx.url}: ${error.message}; set HOLDFAST_URL`, exitCode: EXIT.failed };
   if (error instanceof HoldfastClientError) return { code: error.code, message: error.message, exitCode: EXIT.failed };
-  return { code: 'CLI_ERROR', message: (error as Error)?.message ?? String(error), exitCode: EXIT.failed };
+  return { code: 'CLI_ERROR', message: messageOf(error), exitCode: EXIT.failed };
+}
+
+/** Why an unauthenticated answer came: the local operator token was withheld, and why. */
+function withheldHint(status: number): string | undefined {
+  const withheld = ctx.withheldLocalToken;
+  if (withheld === undefined || (status !== 401 && status !== 403)) return undefined;
+  return `the local operator token in ${withheld.file} was not sent: ${withheld.reason}; for this server set HOLDFAST_TOKEN_FILE (or HOLDFAST_TOKEN)`;
+}
+
+/** A readable message for anything thrown — never "[object Object]" (PGlite throws plain objects). */
+function messageOf(error: unknown): string {
+  if (error instanceof Error && error.message) return error.message;
+  const message = (error as { message?: unknown } | null)?.message;
+  if (typeof message === 'string' && message !== '') return message;
+  if (typeof error === 'object' && error !== null) {
+    return `unexpected ${error.constructor?.name ?? 'value'} thrown: ${inspect(error, { depth: 2, breakLength: Infinity })}`;
+  }
+  return String(error);
 }
 
 program.parseAsync(argv, { from: 'user' }).catch((error: unknown) => {

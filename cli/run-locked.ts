@@ -12,6 +12,8 @@
  *   after the command exits (never while it may still write). Before the grant
  *   they stop the wait instead.
  * - The session is closed at the end, whatever happened.
+ * - The command gets this process's environment without Holdfast's credentials (issue 24 item 6):
+ *   the token holdfast uses is holdfast's, not the job's; the job gets the key and fencing token.
  */
 import { spawn } from 'node:child_process';
 import { constants as osConstants, hostname, userInfo } from 'node:os';
@@ -106,7 +108,7 @@ function supervise(
   return new Promise((resolve, reject) => {
     const child = spawn(options.command, options.args, {
       stdio: 'inherit',
-      env: { ...process.env, HOLDFAST_LOCK_KEY: handle.key, HOLDFAST_FENCING_TOKEN: fencingToken },
+      env: { ...withoutCredentials(process.env), HOLDFAST_LOCK_KEY: handle.key, HOLDFAST_FENCING_TOKEN: fencingToken },
     });
     started(child);
     let lostReason: string | undefined;
@@ -140,6 +142,22 @@ function supervise(
       );
     });
   });
+}
+
+/**
+ * Holdfast's credentials among environment variables: `HOLDFAST_TOKEN`, `HOLDFAST_TOKEN_FILE`, and any
+ * other `HOLDFAST_*` name that names a token, key, secret or password (the server's
+ * `HOLDFAST_ADMIN_TOKENS_FILE` and `HOLDFAST_AUDIT_KEY_FILE` included). `HOLDFAST_LOCK_KEY` and
+ * `HOLDFAST_FENCING_TOKEN` are what CMD is given, not credentials.
+ */
+export function isCredentialVariable(name: string): boolean {
+  const upper = name.toUpperCase();
+  if (upper === 'HOLDFAST_LOCK_KEY' || upper === 'HOLDFAST_FENCING_TOKEN') return false;
+  return upper.startsWith('HOLDFAST_') && /TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|_KEY(_FILE)?$/.test(upper);
+}
+
+export function withoutCredentials(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(env).filter(([name]) => !isCredentialVariable(name))) as NodeJS.ProcessEnv;
 }
 
 /** Who holds the lock, as the console and `locks ls --owner` show it (≤ 128 characters). */

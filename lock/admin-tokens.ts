@@ -4,11 +4,17 @@
  * entry exists, L1 and L7 need a token of any role; client tokens never reach admin routes).
  * Lookups compare SHA-256 digests in constant time against every token, so
  * neither a token's content nor which token matched leaks through timing.
+ *
+ * Issue 24: the file is refused when others can read it (lock/secret-files.ts), and so is any
+ * token that is a shipped placeholder or weaker than 128 bits (lock/token-strength.ts): the server
+ * says which entry and why at start, and does not start.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
+import { assertPrivateFile } from './secret-files.js';
+import { tokenWeakness } from './token-strength.js';
 
 export type AdminRole = 'viewer' | 'operator';
 export type TokenRole = AdminRole | 'client';
@@ -53,6 +59,7 @@ export class AdminTokens {
   }
 
   static async fromFile(file: string): Promise<AdminTokens> {
+    await assertPrivateFile(file, 'the tokens file');
     let raw: unknown;
     try {
       raw = JSON.parse(await readFile(file, 'utf8'));
@@ -63,6 +70,11 @@ export class AdminTokens {
     if (!parsed.success) {
       throw new Error(`invalid admin tokens file ${file}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
     }
+    const weak = parsed.data.flatMap((entry, index) => {
+      const why = tokenWeakness(entry.token);
+      return why ? [`entry ${index} (${JSON.stringify(entry.name)}, ${entry.role}): its token ${why}`] : [];
+    });
+    if (weak.length > 0) throw new Error(`refusing the tokens file ${file}: ${weak.join('; ')}`);
     return new AdminTokens(parsed.data);
   }
 
@@ -76,7 +88,7 @@ export class AdminTokens {
       await readFile(file);
       return { file, created: false };
     } catch {
-      await mkdir(path.dirname(file), { recursive: true });
+      await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
       const tokens = [{ name: 'local-operator', token: randomBytes(24).toString('base64url'), role: 'operator' }];
       await writeFile(file, `${JSON.stringify(tokens, null, 2)}\n`, { mode: 0o600, flag: 'wx' }).catch((error) => {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;

@@ -40,6 +40,11 @@ const schema = z.object({
   HOLDFAST_PORT: intFrom(0, 65535, 7070),
   HOLDFAST_HOST: z.string().default('127.0.0.1'),
   DATABASE_URL: z.string().optional(),
+  /**
+   * Issue 24: a file holding the PostgreSQL password, for a DATABASE_URL without one (so the password
+   * is neither in the environment nor in a recipe); refused when others can read it.
+   */
+  HOLDFAST_DATABASE_PASSWORD_FILE: z.string().optional(),
   ETCD_ENDPOINTS: z.string().optional(),
   HOLDFAST_ADMIN_TOKENS_FILE: z.string().optional(),
   /** v2: a file holding the audit chain's HMAC key (>= 32 bytes); unset = plain SHA-256 chain. */

@@ -18,6 +18,8 @@ import { DrainingError } from '../lock/errors.js';
 import { buildHttpServer } from '../lock/http/server.js';
 import { openStore } from '../lock/store/open-store.js';
 import type { LockStore } from '../lock/store/spi.js';
+import { registerLocalIdentityRoute } from '../lock/http/local-identity-route.js';
+import { ensureIdentityKey } from '../lock/local-identity.js';
 import { createEventLog, type EventLog } from '../exporter/events.js';
 import { instrumentStore } from '../exporter/instrumented-store.js';
 import { createHttpTelemetry, createLockTelemetry } from '../exporter/lock-telemetry.js';
@@ -51,6 +53,19 @@ export interface RunningServer {
 
 export async function startHoldfastServer(config: ServerConfig, options: StartOptions = {}): Promise<RunningServer> {
   const auditSealer = await loadAuditSealer(config.HOLDFAST_AUDIT_KEY_FILE);
+  // Credentials before the store: a refused tokens file (placeholder, weak token, readable by others)
+  // stops the start at once, with the reason, before anything is opened.
+  const backend = options.store?.backend ?? config.HOLDFAST_STORE;
+  let localTokenFile: string | undefined;
+  let identityKey: Buffer | undefined;
+  let tokensFile = config.HOLDFAST_ADMIN_TOKENS_FILE;
+  if (!tokensFile && backend === 'embedded') {
+    localTokenFile = (await AdminTokens.ensureLocalOperator(config.HOLDFAST_DATA_DIR)).file;
+    // Beside the local token: the key this server proves itself with before the CLI sends it.
+    identityKey = await ensureIdentityKey(config.HOLDFAST_DATA_DIR);
+    tokensFile = localTokenFile;
+  }
+  const tokens = tokensFile ? await AdminTokens.fromFile(tokensFile) : new AdminTokens([]);
   const rawStore = options.store ?? (await openStore(config));
   const metrics = createServerMetrics(rawStore.backend);
   const events = createEventLog(rawStore.backend, options.logDestination ? { destination: options.logDestination } : {});
@@ -90,14 +105,6 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
   // Release feed and fleet registry before the first request: waits wake on releases from any instance.
   await service.start();
 
-  let localTokenFile: string | undefined;
-  let tokensFile = config.HOLDFAST_ADMIN_TOKENS_FILE;
-  if (!tokensFile && rawStore.backend === 'embedded') {
-    localTokenFile = (await AdminTokens.ensureLocalOperator(config.HOLDFAST_DATA_DIR)).file;
-    tokensFile = localTokenFile;
-  }
-  const tokens = tokensFile ? await AdminTokens.fromFile(tokensFile) : new AdminTokens([]);
-
   const shutdown = new AbortController();
   // Every in-flight acquire listens for shutdown: hundreds of listeners are expected, not a leak.
   setMaxListeners(0, shutdown.signal);
@@ -111,6 +118,7 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
     renderMetrics: (accept) => renderMetrics(metrics.registry, accept),
     timeouts: httpTimeoutsOf(config),
   });
+  if (identityKey) registerLocalIdentityRoute(app, identityKey);
 
   const sweeper = startSweeper(service, events, config.HOLDFAST_SWEEP_INTERVAL_MS);
   await app.listen({ port: config.HOLDFAST_PORT, host: config.HOLDFAST_HOST });

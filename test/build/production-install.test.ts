@@ -45,7 +45,7 @@ beforeAll(async () => {
     maxBuffer: 16 * 1024 * 1024,
   });
 
-  writeFileSync(path.join(work, 'tokens.json'), JSON.stringify([{ name: 'ops', token: OPERATOR_TOKEN, role: 'operator' }]));
+  writeFileSync(path.join(work, 'tokens.json'), JSON.stringify([{ name: 'ops', token: OPERATOR_TOKEN, role: 'operator' }]), { mode: 0o600 });
   const port = await freePort();
   url = `http://127.0.0.1:${port}`;
   const child = spawn(process.execPath, ['bin/holdfast.js', 'server'], {

@@ -1,21 +1,24 @@
 /**
  * Where the CLI's admin token comes from, and where it goes (issue 10, item 9):
  * a file (`--token-file` / HOLDFAST_TOKEN_FILE) or HOLDFAST_TOKEN, never the
- * command line; the embedded store's local operator token only to loopback
- * URLs. The CLI runs as the package's bin against a recording HTTP server that
- * keeps the Authorization header of every request it gets.
+ * command line; the embedded store's local operator token only to a literal
+ * loopback address whose server proves it wrote the token (issue 24, item 5).
+ * The CLI runs as the package's bin against a recording HTTP server that
+ * keeps the Authorization header of every request it gets, a fake listener,
+ * a relay, and a real embedded server.
  */
 import { execFile } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, createServer as createNetServer, type AddressInfo } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { isLoopbackUrl } from '../../cli/credentials.js';
 import { BIN } from '../support/server-process.js';
+import { startServer, type TestServer } from '../support/server.js';
 
 const run = promisify(execFile);
 
@@ -127,24 +130,93 @@ describe('CLI admin token sources', () => {
   });
 });
 
-describe('the local embedded operator token goes to loopback URLs only', () => {
-  async function dataDirWithLocalToken(): Promise<string> {
-    const dataDir = await mkdtemp(path.join(dir, 'data-'));
-    await writeFile(
-      path.join(dataDir, 'admin-tokens.json'),
-      JSON.stringify([{ name: 'local-operator', token: ACCEPTED, role: 'operator' }]),
-      { mode: 0o600 },
-    );
-    return dataDir;
+describe('the local embedded operator token goes only to the server that wrote it (issue 24 item 5)', () => {
+  let real: TestServer;
+  let dataDir: string;
+  let localToken: string;
+
+  beforeAll(async () => {
+    // The embedded default: no tokens file, so the server writes the local operator token and its
+    // identity key into its data directory (0700; both files 0600).
+    dataDir = await mkdtemp(path.join(dir, 'local-'));
+    real = await startServer({ store: 'embedded', env: { HOLDFAST_ADMIN_TOKENS_FILE: '', HOLDFAST_DATA_DIR: dataDir } });
+    expect(real.running.localTokenFile).toBe(path.join(dataDir, 'admin-tokens.json'));
+    localToken = (JSON.parse(await readFile(real.running.localTokenFile!, 'utf8')) as { token: string }[])[0]!.token;
+  });
+  afterAll(async () => {
+    await real?.stop();
+  });
+
+  /** A listener that is not the server: keeps every request whole and answers 200 JSON to everything. */
+  async function impostor(answer: (path: string, body: string) => unknown = () => ({ items: [], nextCursor: null })) {
+    const requests: string[] = [];
+    const listener = createServer((request, response) => {
+      let body = '';
+      request.on('data', (chunk) => (body += chunk));
+      request.on('end', () => {
+        requests.push(`${request.method} ${request.url}\n${JSON.stringify(request.headers)}\n${body}`);
+        response.setHeader('content-type', 'application/json');
+        response.end(JSON.stringify(answer(request.url ?? '', body)));
+      });
+    });
+    listener.listen(0, '127.0.0.1');
+    await once(listener, 'listening');
+    return { url: `http://127.0.0.1:${(listener.address() as AddressInfo).port}`, requests, close: () => listener.close() };
   }
 
-  it('sent to http://127.0.0.1 and http://localhost', async () => {
-    const dataDir = await dataDirWithLocalToken();
-    for (const host of ['127.0.0.1', 'localhost']) {
-      const result = await holdfast(['locks', 'ls'], { HOLDFAST_DATA_DIR: dataDir, HOLDFAST_URL: `http://${host}:${port}` });
-      expect(result.code, result.stderr).toBe(0);
+  it('the real server (proved itself) gets it: the CLI acts as local-operator', async () => {
+    const status = await holdfast(['-o', 'json', 'status'], { HOLDFAST_DATA_DIR: dataDir, HOLDFAST_URL: real.url });
+    expect(status.code, status.stderr).toBe(0);
+    expect(JSON.parse(status.stdout)).toMatchObject({ whoami: { name: 'local-operator', role: 'operator' } });
+    const ls = await holdfast(['locks', 'ls'], { HOLDFAST_DATA_DIR: dataDir, HOLDFAST_URL: real.url });
+    expect(ls.code, ls.stderr).toBe(0);
+  });
+
+  it('a fake listener on 127.0.0.1 never receives it, on any path, from any command', async () => {
+    const fake = await impostor((route) => (route === '/v1/local/identity' ? { proof: 'x'.repeat(43) } : { items: [], nextCursor: null }));
+    try {
+      const env = { HOLDFAST_DATA_DIR: dataDir, HOLDFAST_URL: fake.url };
+      const results = [
+        await holdfast(['status'], env),
+        await holdfast(['locks', 'ls'], env),
+        await holdfast(['sessions', 'ls'], env),
+        await holdfast(['revoke', 'k', '--reason', 'r'], env),
+        await holdfast(['lock', 'k', '--wait', '0', '--', 'true'], env),
+      ];
+      expect(fake.requests.length).toBeGreaterThan(results.length);
+      for (const request of fake.requests) expect(request).not.toContain(localToken);
+      // It was asked to prove itself (with no credentials), failed, and the CLI said why.
+      expect(fake.requests.filter((r) => r.startsWith('POST /v1/local/identity')).length).toBeGreaterThanOrEqual(results.length);
+      for (const r of fake.requests) expect(r.toLowerCase()).not.toContain('authorization');
+      for (const result of results) expect(result.stdout + result.stderr).not.toContain(localToken);
+    } finally {
+      fake.close();
     }
-    expect(seen.map((s) => s.authorization)).toEqual([`Bearer ${ACCEPTED}`, `Bearer ${ACCEPTED}`]);
+  });
+
+  it('nor does a listener that relays the identity question to the real server (the proof names the real port)', async () => {
+    let relayed = '';
+    const relay = createNetServer((socket) => {
+      const upstream = connect(Number(new URL(real.url).port), '127.0.0.1');
+      socket.on('data', (chunk) => (relayed += chunk.toString('latin1')));
+      socket.pipe(upstream).pipe(socket);
+      socket.on('error', () => upstream.destroy());
+      upstream.on('error', () => socket.destroy());
+    });
+    relay.listen(0, '127.0.0.1');
+    await once(relay, 'listening');
+    try {
+      const url = `http://127.0.0.1:${(relay.address() as AddressInfo).port}`;
+      const result = await holdfast(['locks', 'ls'], { HOLDFAST_DATA_DIR: dataDir, HOLDFAST_URL: url });
+      expect(relayed).toContain('POST /v1/local/identity');
+      expect(relayed).toContain('GET /v1/admin/locks');
+      expect(relayed).not.toContain(localToken);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(/401 UNAUTHENTICATED/);
+      expect(result.stderr).toMatch(/local operator token in .*admin-tokens.json was not sent: the server at .* could not prove it is the server of/);
+    } finally {
+      relay.close();
+    }
   });
 
   it('withheld from a non-loopback URL (the machine’s own network address): no Authorization header, and the CLI says why', async () => {
@@ -152,19 +224,36 @@ describe('the local embedded operator token goes to loopback URLs only', () => {
       .flat()
       .find((i) => i !== undefined && i.family === 'IPv4' && !i.internal)?.address;
     expect(external, 'this test needs a non-loopback IPv4 interface').toBeDefined();
-    const dataDir = await dataDirWithLocalToken();
     const result = await holdfast(['locks', 'ls'], { HOLDFAST_DATA_DIR: dataDir, HOLDFAST_URL: `http://${external}:${port}` });
     expect(seen).toEqual([{ path: '/v1/admin/locks?limit=100', authorization: undefined }]);
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/only sent to loopback URLs; for this server set HOLDFAST_TOKEN_FILE/);
-    expect(result.stderr + result.stdout).not.toContain(ACCEPTED);
+    expect(result.stderr).toMatch(/was not sent: it is only sent to a literal loopback address .*; for this server set HOLDFAST_TOKEN_FILE/);
+    expect(result.stderr + result.stdout).not.toContain(localToken);
   });
 
-  it('isLoopbackUrl: 127/8, ::1, localhost yes; anything else no', () => {
-    for (const url of ['http://127.0.0.1:7070', 'http://127.8.9.10', 'http://[::1]:7070', 'http://localhost', 'http://api.localhost:1', 'http://[::ffff:127.0.0.1]/']) {
+  it('names are not addresses: http://localhost and http://evil.localhost get nothing', async () => {
+    const result = await holdfast(['locks', 'ls'], { HOLDFAST_DATA_DIR: dataDir, HOLDFAST_URL: `http://localhost:${port}` });
+    expect(result.code).toBe(1);
+    expect(seen.map((s) => s.authorization)).toEqual([undefined]);
+    expect(result.stderr).toMatch(/only sent to a literal loopback address/);
+  });
+
+  it('isLoopbackUrl: literal 127/8 and ::1 only; localhost names and everything else no', () => {
+    for (const url of ['http://127.0.0.1:7070', 'http://127.8.9.10', 'http://[::1]:7070', 'http://[::ffff:127.0.0.1]/', 'http://127.1:7070']) {
       expect(isLoopbackUrl(url), url).toBe(true);
     }
-    for (const url of ['http://10.0.0.1', 'http://holdfast.internal:7070', 'http://127.0.0.1.evil.example', 'http://localhost.evil.example', 'http://[fd00::2]', 'not a url']) {
+    for (const url of [
+      'http://localhost',
+      'http://api.localhost:1',
+      'http://evil.localhost:7070',
+      'http://10.0.0.1',
+      'http://holdfast.internal:7070',
+      'http://127.0.0.1.evil.example',
+      'http://localhost.evil.example',
+      'http://[fd00::2]',
+      'http://[::ffff:10.0.0.1]',
+      'not a url',
+    ]) {
       expect(isLoopbackUrl(url), url).toBe(false);
     }
   });

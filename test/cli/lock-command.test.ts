@@ -62,6 +62,34 @@ describe('holdfast lock', () => {
     expect(sessions.filter((s) => s.owner.startsWith('holdfast lock '))).toEqual([]);
   });
 
+  test('CMD gets no Holdfast credentials (issue 24 item 6): it cannot print HOLDFAST_TOKEN, the token file or the server secrets', async () => {
+    const tokenFile = path.join(dir, 'cmd-env.token');
+    writeFileSync(tokenFile, `${server.operatorToken}\n`, { mode: 0o600 });
+    // The token in HOLDFAST_TOKEN (what runbooks export), with the other credential variables set beside it.
+    const result = await holdfast(server, ['lock', 'jobs/env', '--', 'sh', '-c', 'env; echo "token=[$HOLDFAST_TOKEN]"'], {
+      env: {
+        HOLDFAST_TOKEN_FILE: '',
+        HOLDFAST_ADMIN_TOKENS_FILE: '/etc/holdfast/tokens.json',
+        HOLDFAST_AUDIT_KEY_FILE: '/etc/holdfast/audit.key',
+        HOLDFAST_SOME_SECRET: 'secret-value',
+        HOLDFAST_URL_EXTRA: 'kept',
+      },
+    });
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain('token=[]');
+    expect(result.stdout).not.toContain(server.operatorToken);
+    const names = result.stdout.split('\n').map((line) => line.split('=', 1)[0]);
+    for (const name of ['HOLDFAST_TOKEN', 'HOLDFAST_ADMIN_TOKENS_FILE', 'HOLDFAST_AUDIT_KEY_FILE', 'HOLDFAST_SOME_SECRET']) expect(names).not.toContain(name);
+    // What CMD is meant to have is still there.
+    for (const name of ['HOLDFAST_LOCK_KEY', 'HOLDFAST_FENCING_TOKEN', 'HOLDFAST_URL', 'HOLDFAST_URL_EXTRA', 'PATH']) expect(names).toContain(name);
+
+    // The same with the token in a file: CMD sees neither the file's name nor its content.
+    const fromFile = await holdfast(server, ['lock', 'jobs/env', '--', 'sh', '-c', 'env'], { token: '', env: { HOLDFAST_TOKEN_FILE: tokenFile } });
+    expect(fromFile.code, fromFile.stderr).toBe(0);
+    expect(fromFile.stdout).not.toContain(tokenFile);
+    expect(fromFile.stdout).not.toContain(server.operatorToken);
+  });
+
   test('not granted within --wait: CMD never runs, exit 3 (and a JSON error under -o json)', async () => {
     const holder = (await api.openSession({ owner: 'someone-else', ttlMillis: 60_000 })).body.sessionId as string;
     expect((await api.acquire('jobs/busy', { sessionId: holder, ttlMillis: 60_000 })).status).toBe(200);

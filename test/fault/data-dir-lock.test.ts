@@ -1,15 +1,18 @@
 /**
  * One server per embedded data directory (issue 10 item 1) and owner-only files
  * (item 7), with the real `holdfast server` processes: a second server on a held
- * directory exits non-zero before it starts serving, naming the directory and the owner's pid;
+ * directory exits non-zero before it starts serving, naming the directory and the owner's pid
+ * (issue 24 item 10: even while another user holds the abstract socket name the lock used to be);
  * after `kill -9` of the owner a new server starts on the same directory with
  * its state intact; no file or directory in it is group- or world-accessible.
  */
 import { spawn } from 'node:child_process';
-import { lstatSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, expect, test } from 'vitest';
+import { afterAll, expect, onTestFinished, test } from 'vitest';
 import { httpClient } from '../support/http.js';
 import { BIN, spawnServer, type ServerProcess } from '../support/server-process.js';
 import { freePort } from '../support/ports.js';
@@ -42,8 +45,22 @@ function notOwnerOnly(dir: string): string[] {
   return found;
 }
 
+/** The abstract socket name the lock used to be: any local user could compute it from `stat DIR` and bind it first. */
+function legacyAbstractName(dir: string): string {
+  const { dev, ino } = statSync(dir, { bigint: true });
+  return `\0holdfast-data-dir-${createHash('sha256').update(`${dev}:${ino}`).digest('hex').slice(0, 32)}`;
+}
+
 test('second server on a held data dir exits fast naming dir and pid; after kill -9 a new server starts with state intact', async () => {
   const env = { HOLDFAST_STORE: 'embedded', HOLDFAST_DATA_DIR: dataDir };
+  // Issue 24 item 10: another local user bound the old lock's name first and answers "pid 1" to whoever asks.
+  // The server must neither refuse to start over it nor name it as the owner.
+  mkdirSync(dataDir, { mode: 0o700 });
+  const squatter = net.createServer((socket) => socket.end('1\n'));
+  await new Promise<void>((resolve) => squatter.listen(legacyAbstractName(dataDir), () => resolve()));
+  onTestFinished(() => {
+    squatter.close();
+  });
   const owner = await spawnServer(env);
   started.push(owner);
   const api = httpClient(owner.url);
@@ -74,6 +91,7 @@ test('second server on a held data dir exits fast naming dir and pid; after kill
   expect(output).not.toContain('server_started');
   expect(output).toContain(path.resolve(dataDir));
   expect(output).toContain(`pid ${owner.child.pid}`);
+  expect(output).not.toContain('pid 1,');
   // The owner was not disturbed.
   expect((await api.read('survives/kill-9')).body).toMatchObject({ held: true, fencingToken: grant.fencingToken });
 

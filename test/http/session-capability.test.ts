@@ -2,6 +2,7 @@
  * The session capability (C3 "Session capability (v2)", "Clients (v2)"): what a
  * third party can do with what L7 shows, and where the sessionToken never appears.
  */
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { eventually, httpClient } from '../support/http.js';
 import { startServer, type TestServer } from '../support/server.js';
@@ -111,7 +112,8 @@ describe.each(STORES)('session capability on %s', (storeName) => {
 
 describe('client tokens (tokens file with a client entry)', () => {
   let server: TestServer;
-  const clientToken = `client-${'c'.repeat(24)}`;
+  // A real token: a weak one (`client-cccc…`) is refused at start (lock/token-strength.ts).
+  const clientToken = `client-${randomBytes(16).toString('hex')}`;
 
   beforeAll(async () => {
     server = await startServer({ store: 'embedded', tokens: [{ name: 'payments-client', token: clientToken, role: 'client' }] });

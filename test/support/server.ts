@@ -58,6 +58,8 @@ export async function startServer(options: StartServerOptions = {}): Promise<Tes
       { name: 'test-viewer', token: viewerToken, role: 'viewer' },
       ...(options.tokens ?? []),
     ]),
+    // Secret files others can read are refused (lock/secret-files.ts).
+    { mode: 0o600 },
   );
 
   const env: Record<string, string> = {
@@ -150,8 +152,9 @@ export function sharedPostgres(): Promise<PostgresCluster> {
 /**
  * A migrated PGlite data dir, dumped once and cached on disk by schema hash:
  * fresh PGlite instances cost seconds of WASM initdb, loading a dump about one.
+ * Also a template for `PgliteDatabase.open(dir, template)`.
  */
-async function pgliteTemplate(): Promise<Blob> {
+export async function pgliteTemplate(): Promise<Blob> {
   const schema = readFileSync(new URL('../../lock/store/sql/schema.ts', import.meta.url));
   const hash = createHash('sha256').update(schema).digest('hex').slice(0, 16);
   const cacheDir = path.join(tmpdir(), 'holdfast-pglite-templates');

@@ -1,3 +1,4 @@
+import { lstat, readlink, realpath } from 'node:fs/promises';
 import { PGlite, types as pgliteTypes, type PGliteOptions } from '@electric-sql/pglite';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.js';
 import { dataDirIsInitialised, initDataDirInChild } from './pglite-initdb.js';
@@ -42,17 +43,27 @@ export class PgliteDatabase implements SqlDatabase {
     const dirLock = ownerDir ? await lockDataDir(ownerDir) : null;
     try {
       if (ownerDir) ownerOnlyUmask();
+      // PGlite's file system cannot open a data directory through a symbolic link (it failed with a bare
+      // `ErrnoError`, printed as "[object Object]"): it is given the directory the link points to.
+      const realDataDir = dataDir ? await resolveDataDir(dataDir) : undefined;
       const startParams = options.pglite?.startParams ?? EMBEDDED_START_PARAMS;
       // initdb's heap must not live in the server (pglite-initdb.ts).
-      if (dataDir && !template && !dataDirIsInitialised(dataDir)) await initDataDirInChild(dataDir, startParams);
-      const db = await PGlite.create({
-        ...(dataDir ? { dataDir } : {}),
-        ...(template ? { loadDataDir: template } : {}),
-        ...options.pglite,
-        startParams: [...startParams],
-        parsers: { [pgliteTypes.INT8]: (value: string) => Number(value) },
-      });
+      if (realDataDir && !template && !dataDirIsInitialised(realDataDir)) await initDataDirInChild(realDataDir, startParams);
+      let db: PGlite;
+      try {
+        db = await PGlite.create({
+          ...(realDataDir ? { dataDir: realDataDir } : {}),
+          ...(template ? { loadDataDir: template } : {}),
+          ...options.pglite,
+          startParams: [...startParams],
+          parsers: { [pgliteTypes.INT8]: (value: string) => Number(value) },
+        });
+      } catch (error) {
+        throw pgliteFailure(error, realDataDir);
+      }
       if (ownerDir) await makeOwnerOnly(ownerDir);
+      // A data directory reached through a link is outside the walk above (it does not follow links).
+      if (realDataDir && ownerDir && realDataDir !== dataDir) await makeOwnerOnly(realDataDir);
       return new PgliteDatabase(db, dirLock);
     } catch (error) {
       await dirLock?.release();
@@ -99,4 +110,35 @@ export class PgliteDatabase implements SqlDatabase {
       await this.dirLock?.release();
     }
   }
+}
+
+/** `dataDir` with symbolic links resolved; a link to nowhere is a clear error, not PGlite's. */
+async function resolveDataDir(dataDir: string): Promise<string> {
+  try {
+    return await realpath(dataDir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    // Absent is fine (initdb creates it) unless it is a link whose target is missing.
+    const info = await lstat(dataDir).catch(() => null);
+    if (info?.isSymbolicLink()) {
+      throw new Error(`the embedded data directory ${dataDir} is a symbolic link to ${await readlink(dataDir)}, which does not exist; create that directory (owner-only, chmod 700) or remove the link`);
+    }
+    return dataDir;
+  }
+}
+
+/** Emscripten's errno numbers (PGlite's file system) for the errors a data directory meets. */
+const WASM_ERRNO: Record<number, string> = { 2: 'EACCES', 20: 'EEXIST', 28: 'EINVAL', 31: 'EISDIR', 44: 'ENOENT', 51: 'ENOSPC', 54: 'ENOTDIR', 63: 'EPERM', 69: 'EROFS' };
+
+/**
+ * PGlite throws its file system's `ErrnoError` objects, which are not Errors and carry no message:
+ * an Error naming the directory and the errno instead.
+ */
+export function pgliteFailure(error: unknown, dataDir: string | undefined): Error {
+  const where = dataDir ? `the embedded data directory ${dataDir}` : 'the in-memory store';
+  if (error instanceof Error && error.message) return new Error(`PGlite could not open ${where}: ${error.message}`, { cause: error });
+  const errno = (error as { errno?: unknown } | null)?.errno;
+  const code = typeof errno === 'number' ? (WASM_ERRNO[errno] ?? `errno ${errno}`) : String(error);
+  const hint = code === 'ENOENT' ? ' (a file it needs is missing, or reached through a symbolic link inside the directory, which PGlite cannot follow)' : '';
+  return new Error(`PGlite could not open ${where}: ${code}${hint}`, { cause: error });
 }

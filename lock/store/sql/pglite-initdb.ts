@@ -28,7 +28,12 @@ const CHILD_SCRIPT = `
 const [pglitePath, dataDir, startParams] = JSON.parse(process.argv[1]);
 require(pglitePath).PGlite.create({ dataDir, startParams })
   .then((db) => db.close())
-  .catch((error) => { process.stderr.write(String(error && error.stack || error)); process.exit(1); });
+  .catch((error) => {
+    // PGlite's file system throws ErrnoError objects with no message: say the errno at least.
+    const errno = error && typeof error.errno === 'number' ? 'ErrnoError errno ' + error.errno + ' (Emscripten numbering; 44 = ENOENT, 2 = EACCES)' : '';
+    process.stderr.write(errno || String((error && error.stack) || error));
+    process.exit(1);
+  });
 `;
 
 export async function initDataDirInChild(dataDir: string, startParams: readonly string[]): Promise<void> {
