@@ -10,65 +10,19 @@
  *   session's end and its lease revocation, or an instance's lapse and the sweep of its waits,
  *   counts nothing. Its create revision is its start: etcd's global order, the same on every
  *   instance, decides which wait of a cycle is the youngest.
- * - One instance at a time looks for cycles: the one whose lease carries {root}dc (created with a
- *   txn; it lapses with its instance and another takes over). A verdict {root}wv/{instance}/{waitId}
- *   is written by a txn that compares everything the cycle was read from (the waits, the locks,
- *   the holders' session incarnations, the checker key), so a verdict only lands while its cycle
- *   stands exactly as read.
+ * - Deadlock verdicts (the checker key, the verdict txns) are deadlock-verdicts.ts; how waits are
+ *   read and which of them count is fleet-reads.ts.
  */
-import type { Etcd3, ICompare, IKeyValue, IRequestOp } from 'etcd3';
+import type { IRequestOp } from 'etcd3';
 import type { DeadlockVerdict, FleetWaitState, InstancePublication, WaitEdge } from '../spi.js';
+import { DeadlockVerdicts } from './deadlock-verdicts.js';
 import { range, readTxn } from './etcd-client.js';
-import type { KeyLayout } from './keys.js';
+import { FleetReads, READ_BATCH, type EtcdFleetContext, type StoredWait, type WaitRow } from './fleet-reads.js';
 import { grantLease, leaseTtlSeconds, revokeLease } from './leases.js';
-import { createRevisionIs, createRevisionIsNot, deleteOp, getOp, modRevisionIs, prefixRange, putOp, rangeResult, rangeResults } from './ops.js';
-import { decodeLock, type SessionRow } from './records.js';
+import { createRevisionIs, createRevisionIsNot, deleteOp, modRevisionIs, prefixRange, putOp, rangeResults } from './ops.js';
 import { ReleaseBatcher } from './release-batcher.js';
 
-/** What the store lends the fleet: its client, retrying writes, session lookups and keep-alives. */
-export interface EtcdFleetContext {
-  etcd(): Etcd3;
-  keys: KeyLayout;
-  write<T>(attempt: () => Promise<T>): Promise<T>;
-  /** The session incarnation the store last saw (cache), else read; null when not live. */
-  knownSession(sessionId: string, fresh?: boolean): Promise<SessionRow | null>;
-  keepAlive(leaseId: string): Promise<number>;
-  clock(): number;
-}
-
-interface StoredWait {
-  waitId: string;
-  sessionId: string;
-  /** Create revision of the waiting session's liveness key: the incarnation that waits. */
-  sessionRevision: string;
-  key: string;
-  instanceId: string;
-  leaseId: string;
-  /** Advisory (the recording server's clock); the create revision orders waits. */
-  recordedAt: number;
-}
-
-interface WaitRow {
-  stored: StoredWait;
-  etcdKey: Buffer;
-  createRevision: string;
-  modRevision: string;
-}
-
-/** What an edge was decided on: compared again when its verdict is written. */
-interface EdgeEvidence {
-  edge: WaitEdge;
-  wait: WaitRow;
-  lockKey: Buffer;
-  lockModRevision: string;
-  holderSessionKey: Buffer;
-  holderSessionRevision: string;
-}
-
-/** Gets per read txn (below etcd's default --max-txn-ops of 128). */
-const READ_BATCH = 100;
-/** A verdict txn compares its whole cycle up to this many ops; a longer ring compares only its victim. */
-const MAX_VERDICT_COMPARES = 100;
+export type { EtcdFleetContext } from './fleet-reads.js';
 
 export class EtcdFleet implements FleetWaitState {
   /** Leases of the instances this process heartbeats (normally one). */
@@ -80,12 +34,16 @@ export class EtcdFleet implements FleetWaitState {
    * wait writes of one event-loop turn share one etcd txn, each its own nested txn (one raft entry).
    */
   private readonly waitWrites: ReleaseBatcher;
+  private readonly reads: FleetReads;
+  private readonly deadlocks: DeadlockVerdicts;
 
   constructor(private readonly ctx: EtcdFleetContext) {
     this.waitWrites = new ReleaseBatcher(
       () => ctx.etcd(),
       (attempt) => ctx.write(attempt),
     );
+    this.reads = new FleetReads(ctx);
+    this.deadlocks = new DeadlockVerdicts(ctx, this.reads, this.instanceLeases);
   }
 
   // ---------------------------------------------------------------- registry
@@ -193,7 +151,7 @@ export class EtcdFleet implements FleetWaitState {
   }
 
   async endWait(waitId: string): Promise<void> {
-    const known = this.recorded.get(waitId) ?? (await this.findWait(waitId));
+    const known = this.recorded.get(waitId) ?? (await this.reads.findWait(waitId));
     if (!known) return;
     this.recorded.delete(waitId);
     const ops = [deleteOp(known.etcdKey), deleteOp(this.ctx.keys.verdict(known.instanceId, waitId))];
@@ -209,182 +167,39 @@ export class EtcdFleet implements FleetWaitState {
       const ops: IRequestOp[] = batch.map((key) => ({ request_range: prefixRange(this.ctx.keys.waitsOn(key)) }));
       if (!instances) ops.push({ request_range: { ...prefixRange(this.ctx.keys.instancesPrefix), keys_only: true } });
       const response = await readTxn(this.ctx.etcd(), { success: ops });
-      batch.forEach((_, index) => found.push(...rangeResults(response, index).map((kv) => this.decodeWait(kv))));
-      instances ??= this.instanceIds(rangeResults(response, batch.length));
+      batch.forEach((_, index) => found.push(...rangeResults(response, index).map((kv) => this.reads.decodeWait(kv))));
+      instances ??= this.reads.instanceIds(rangeResults(response, batch.length));
     }
     if (found.length === 0) return counts;
-    for (const wait of await this.liveWaits(found, instances!)) counts.set(wait.stored.key, (counts.get(wait.stored.key) ?? 0) + 1);
+    for (const wait of await this.reads.liveWaits(found, instances!)) counts.set(wait.stored.key, (counts.get(wait.stored.key) ?? 0) + 1);
     return counts;
   }
 
   async totalWaiters(): Promise<number> {
-    const { waits, instances } = await this.readWaits(Number.POSITIVE_INFINITY);
-    return (await this.liveWaits(waits, instances)).length;
+    const { waits, instances } = await this.reads.readWaits(Number.POSITIVE_INFINITY);
+    return (await this.reads.liveWaits(waits, instances)).length;
   }
 
-  async waitForEdges(limit: number): Promise<WaitEdge[]> {
-    return (await this.readEdges(limit)).map((e) => e.edge);
+  waitForEdges(limit: number): Promise<WaitEdge[]> {
+    return this.deadlocks.waitForEdges(limit);
   }
 
-  async resolveDeadlocks(limit: number, decide: (edges: readonly WaitEdge[]) => DeadlockVerdict[]): Promise<DeadlockVerdict[] | null> {
-    const checker = await this.claimChecker();
-    if (!checker) return null;
-    // Waits already chosen are left out: their cycle is broken once they answer.
-    const evidence = (await this.readEdges(limit)).filter((e) => !e.edge.victim);
-    const verdicts = decide(evidence.map((e) => e.edge));
-    const bySessionKey = new Map(evidence.map((e) => [`${e.edge.sessionId}\0${e.edge.key}`, e]));
-    const byWait = new Map(evidence.map((e) => [e.edge.waitId, e]));
-    const marked: DeadlockVerdict[] = [];
-    for (const verdict of verdicts) {
-      const victim = byWait.get(verdict.waitId);
-      if (!victim) continue;
-      const cycle = verdict.sessions.map((sessionId, i) => bySessionKey.get(`${sessionId}\0${verdict.keys[i]}`));
-      const whole = cycle.every((e) => e !== undefined) && cycle.length * 3 + 2 <= MAX_VERDICT_COMPARES;
-      const compare: ICompare[] = [createRevisionIs(this.ctx.keys.deadlockChecker, checker)];
-      for (const e of whole ? (cycle as EdgeEvidence[]) : [victim]) {
-        compare.push(
-          modRevisionIs(e.wait.etcdKey, e.wait.modRevision),
-          modRevisionIs(e.lockKey, e.lockModRevision),
-          createRevisionIs(e.holderSessionKey, e.holderSessionRevision),
-        );
-      }
-      const verdictKey = this.ctx.keys.verdict(victim.edge.instanceId, victim.edge.waitId);
-      const value = Buffer.from(JSON.stringify({ sessions: verdict.sessions, keys: verdict.keys }));
-      try {
-        const response = await this.ctx.write(() =>
-          this.ctx.etcd().kv.txn({
-            compare: [...compare, createRevisionIs(verdictKey, '0')],
-            // On the victim session's lease: the verdict goes with the wait's session.
-            success: [putOp(verdictKey, value, victim.wait.stored.leaseId)],
-            failure: [],
-          }),
-        );
-        if (response.succeeded) marked.push(verdict);
-      } catch (error) {
-        // The victim's session lease ended meanwhile: its wait ended with it, nothing to answer.
-        if (!/lease not found/i.test((error as Error).message)) throw error;
-      }
-    }
-    return marked;
+  resolveDeadlocks(limit: number, decide: (edges: readonly WaitEdge[]) => DeadlockVerdict[]): Promise<DeadlockVerdict[] | null> {
+    return this.deadlocks.resolveDeadlocks(limit, decide);
   }
 
-  async deadlockVictims(instanceId: string): Promise<DeadlockVerdict[]> {
-    const response = await range(this.ctx.etcd(), prefixRange(this.ctx.keys.verdictsOf(instanceId)));
-    return response.kvs.flatMap((kv) => {
-      const named = this.ctx.keys.verdictOf(kv.key);
-      if (!named) return [];
-      const cycle = JSON.parse(kv.value.toString('utf8')) as { sessions: string[]; keys: string[] };
-      return [{ waitId: named.waitId, sessions: cycle.sessions, keys: cycle.keys }];
-    });
+  deadlockVictims(instanceId: string): Promise<DeadlockVerdict[]> {
+    return this.deadlocks.deadlockVictims(instanceId);
   }
 
   // ---------------------------------------------------------------- internals
-
-  /**
-   * The create revision of the checker key when this process's instance holds it (creating it on
-   * the instance's lease if nobody does), else null: another instance checks.
-   */
-  private async claimChecker(): Promise<string | null> {
-    const [instanceId, leaseId] = [...this.instanceLeases][0] ?? [];
-    if (instanceId === undefined || leaseId === undefined) return null;
-    const key = this.ctx.keys.deadlockChecker;
-    // A read first: every instance asks every round, and only a vacant key is worth a raft write.
-    let kv = (await range(this.ctx.etcd(), { key })).kvs[0];
-    if (!kv) {
-      try {
-        const response = await this.ctx.write(() =>
-          this.ctx.etcd().kv.txn({
-            compare: [createRevisionIs(key, '0')],
-            success: [putOp(key, Buffer.from(instanceId), leaseId), getOp(key)],
-            failure: [getOp(key)],
-          }),
-        );
-        kv = rangeResult(response, response.succeeded ? 1 : 0);
-      } catch (error) {
-        if (/lease not found/i.test((error as Error).message)) return null; // lapsed: the next heartbeat rejoins
-        throw error;
-      }
-    }
-    return kv && kv.value.toString('utf8') === instanceId ? String(kv.create_revision) : null;
-  }
-
-  /** Up to `limit` waits, oldest first, with the live instances, as one read. */
-  private async readWaits(limit: number): Promise<{ waits: WaitRow[]; instances: Set<string>; verdicts: Set<string> }> {
-    const response = await readTxn(this.ctx.etcd(), {
-      success: [
-        {
-          request_range: {
-            ...prefixRange(this.ctx.keys.waitsPrefix),
-            sort_target: 'Create',
-            sort_order: 'Ascend',
-            ...(Number.isFinite(limit) ? { limit } : {}),
-          },
-        },
-        { request_range: { ...prefixRange(this.ctx.keys.instancesPrefix), keys_only: true } },
-        { request_range: { ...prefixRange(this.ctx.keys.verdictsPrefix), keys_only: true } },
-      ],
-    });
-    const verdicts = new Set(
-      rangeResults(response, 2).flatMap((kv) => {
-        const named = this.ctx.keys.verdictOf(kv.key);
-        return named ? [`${named.instanceId}\0${named.waitId}`] : [];
-      }),
-    );
-    return { waits: rangeResults(response, 0).map((kv) => this.decodeWait(kv)), instances: this.instanceIds(rangeResults(response, 1)), verdicts };
-  }
-
-  /** Waits whose instance is live and whose session incarnation is live now. */
-  private async liveWaits(waits: WaitRow[], instances: Set<string>): Promise<WaitRow[]> {
-    const candidates = waits.filter((w) => instances.has(w.stored.instanceId));
-    const sessions = await this.sessionRevisions(candidates.map((w) => w.stored.sessionId));
-    return candidates.filter((w) => sessions.get(w.stored.sessionId) === w.stored.sessionRevision);
-  }
-
-  private async readEdges(limit: number): Promise<EdgeEvidence[]> {
-    const { waits, instances, verdicts } = await this.readWaits(limit);
-    const live = await this.liveWaits(waits, instances);
-    if (live.length === 0) return [];
-    const lockKeys = [...new Set(live.map((w) => w.stored.key))];
-    const locks = await this.readKeys(lockKeys.map((key) => this.ctx.keys.lock(key)));
-    const holders = new Map<string, { row: ReturnType<typeof decodeLock>; kv: IKeyValue }>();
-    lockKeys.forEach((key, i) => {
-      const kv = locks[i];
-      if (kv) holders.set(key, { row: decodeLock(key, kv), kv });
-    });
-    const holderSessions = await this.sessionRevisions([...holders.values()].map((h) => h.row.stored.sessionId));
-    const edges: EdgeEvidence[] = [];
-    for (const wait of live) {
-      const holder = holders.get(wait.stored.key);
-      if (!holder) continue;
-      const { stored } = holder.row;
-      if (stored.sessionId === wait.stored.sessionId) continue;
-      if (holderSessions.get(stored.sessionId) !== stored.sessionRevision) continue; // a lapsed holder holds nothing
-      edges.push({
-        edge: {
-          waitId: wait.stored.waitId,
-          sessionId: wait.stored.sessionId,
-          key: wait.stored.key,
-          holderSessionId: stored.sessionId,
-          instanceId: wait.stored.instanceId,
-          startedAt: Number(wait.createRevision),
-          victim: verdicts.has(`${wait.stored.instanceId}\0${wait.stored.waitId}`),
-        },
-        wait,
-        lockKey: this.ctx.keys.lock(wait.stored.key),
-        lockModRevision: String(holder.kv.mod_revision),
-        holderSessionKey: this.ctx.keys.session(stored.sessionId),
-        holderSessionRevision: stored.sessionRevision,
-      });
-    }
-    return edges;
-  }
 
   /**
    * Deletes waits (and verdicts) of instances that are no longer registered: their lease ran
    * out or they left. Returns how many such instances had something swept.
    */
   private async sweepWaitsOfDeadInstances(limit: number): Promise<number> {
-    const { waits, instances } = await this.readWaits(Number.POSITIVE_INFINITY);
+    const { waits, instances } = await this.reads.readWaits(Number.POSITIVE_INFINITY);
     const verdicts = await range(this.ctx.etcd(), { ...prefixRange(this.ctx.keys.verdictsPrefix), keys_only: true });
     const dead = new Set<string>();
     const orphans: Array<{ key: Buffer; modRevision: string }> = [];
@@ -411,46 +226,5 @@ export class EtcdFleet implements FleetWaitState {
       );
     }
     return dead.size;
-  }
-
-  private async findWait(waitId: string): Promise<{ etcdKey: Buffer; instanceId: string } | undefined> {
-    const { waits } = await this.readWaits(Number.POSITIVE_INFINITY);
-    const wait = waits.find((w) => w.stored.waitId === waitId);
-    return wait ? { etcdKey: wait.etcdKey, instanceId: wait.stored.instanceId } : undefined;
-  }
-
-  private decodeWait(kv: IKeyValue): WaitRow {
-    return {
-      stored: JSON.parse(kv.value.toString('utf8')) as StoredWait,
-      etcdKey: kv.key,
-      createRevision: String(kv.create_revision),
-      modRevision: String(kv.mod_revision),
-    };
-  }
-
-  private instanceIds(kvs: IKeyValue[]): Set<string> {
-    return new Set(kvs.map((kv) => this.ctx.keys.instanceIdOf(kv.key)).filter((id): id is string => id !== null));
-  }
-
-  /** The live incarnation (create revision) of each session, read now; absent when not live. */
-  private async sessionRevisions(sessionIds: string[]): Promise<Map<string, string>> {
-    const ids = [...new Set(sessionIds)];
-    const kvs = await this.readKeys(ids.map((id) => this.ctx.keys.session(id)), true);
-    const live = new Map<string, string>();
-    ids.forEach((id, i) => {
-      const kv = kvs[i];
-      if (kv) live.set(id, String(kv.create_revision));
-    });
-    return live;
-  }
-
-  private async readKeys(keys: Buffer[], keysOnly = false): Promise<Array<IKeyValue | undefined>> {
-    const found: Array<IKeyValue | undefined> = [];
-    for (let start = 0; start < keys.length; start += READ_BATCH) {
-      const batch = keys.slice(start, start + READ_BATCH);
-      const response = await readTxn(this.ctx.etcd(), { success: batch.map((key) => ({ request_range: { key, keys_only: keysOnly } })) });
-      batch.forEach((_, index) => found.push(rangeResult(response, index)));
-    }
-    return found;
   }
 }

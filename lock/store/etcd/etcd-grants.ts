@@ -1,0 +1,355 @@
+/**
+ * Grants on etcd: acquire, renew, release, the reads of held locks, forced revocation and the
+ * sweep of lapsed grants. A lock is live while its liveness key {root}l/{key} (on a lease that
+ * lives at least its TTL) exists AND its holder's session incarnation is live; its fencing token
+ * is the key's create revision × 1000 + its slot in the granting txn (grant-tokens.ts).
+ */
+import { randomUUID } from 'node:crypto';
+import type { ICompare, ITxnResponse } from 'etcd3';
+import { NotLeaderError } from '../../errors.js';
+import type { FencingToken, LockGrant, Page } from '../../../contract/records.js';
+import type {
+  AuditDraft,
+  EndedLock,
+  ForceRevokeResult,
+  HeldLock,
+  ListQuery,
+  ReleaseResult,
+  RenewResult,
+  SessionCredential,
+  TryAcquireResult,
+} from '../spi.js';
+import { AcquireBatcher } from './acquire-batcher.js';
+import { decodeCursor, encodeCursor } from './cursors.js';
+import { range, readTxn } from './etcd-client.js';
+import type { EtcdAudit } from './etcd-audit.js';
+import { MAX_DECISIONS, type EtcdContext } from './etcd-context.js';
+import { grantToken, slotIs, tokenParts } from './grant-tokens.js';
+import { GrantLeasePool, grantLease } from './leases.js';
+import { createRevisionIs, createRevisionIsNot, deletedResult, deleteOp, getOp, modRevisionIs, putOp, rangeResult } from './ops.js';
+import { decodeLock, decodeSession, encode, type LockRow, type SessionRow, type StoredLock } from './records.js';
+import { ReleaseBatcher } from './release-batcher.js';
+
+/** Where a failed acquire leaves who held the key, so the wait that follows also ends with that session. */
+export interface HolderMemory {
+  rememberHolder(key: string, sessionId: string): void;
+}
+
+export class EtcdGrants {
+  private readonly grantLeases: GrantLeasePool;
+  private readonly releases: ReleaseBatcher;
+  private readonly acquires: AcquireBatcher;
+
+  constructor(
+    private readonly ctx: EtcdContext,
+    private readonly audit: EtcdAudit,
+    private readonly holders: HolderMemory,
+    acquireBatching: boolean,
+  ) {
+    this.grantLeases = new GrantLeasePool((seconds) => ctx.write(() => grantLease(ctx.etcd(), seconds)));
+    this.releases = new ReleaseBatcher(
+      () => ctx.etcd(),
+      (attempt) => ctx.write(attempt),
+    );
+    this.acquires = new AcquireBatcher(() => ctx.etcd(), acquireBatching);
+  }
+
+  async tryAcquire(req: { key: string; session: SessionCredential; ttlMillis: number }): Promise<TryAcquireResult> {
+    const client = this.ctx.etcd();
+    const sessionId = req.session.sessionId;
+    const lockKey = this.ctx.keys.lock(req.key);
+    const recordKey = this.ctx.keys.lockRecord(sessionId, req.key);
+    const sessionKey = this.ctx.keys.session(sessionId);
+    let session = await this.ctx.knownSession(sessionId);
+    const writeId = randomUUID();
+    let uncertain = false;
+    const startedAt = Date.now(); // wall time only for the unavailability budget
+    for (let decision = 0; decision < MAX_DECISIONS; decision += 1) {
+      if (!session) return { kind: 'session_not_found' };
+      if (session.session.tokenHash !== req.session.tokenHash) return { kind: 'unauthenticated' };
+      const leaseId = await this.grantLeases.forTtl(req.ttlMillis);
+      const now = this.ctx.clock();
+      const expiresAt = now + req.ttlMillis;
+      const current: SessionRow = session;
+      let answer: { response: ITxnResponse; slot: string };
+      try {
+        // One txn (shared with the other acquires of this turn): create the lock (on its TTL bucket's lease)
+        // and its record if both are absent, only while the session is the incarnation whose hash was
+        // checked. The token is the commit's revision × 1000 + this grant's slot in the batch.
+        answer = await this.acquires.submit(lockKey, (slot) => {
+          const mine: StoredLock = {
+            slot,
+            sessionId,
+            sessionRevision: current.createRevision,
+            owner: current.session.owner,
+            ttlMillis: req.ttlMillis,
+            grantedAt: now,
+            expiresAt,
+            leaseId,
+            writeId,
+          };
+          const value = encode(mine);
+          return {
+            compare: [createRevisionIs(lockKey, '0'), createRevisionIs(recordKey, '0'), createRevisionIs(sessionKey, current.createRevision)],
+            success: [putOp(lockKey, value, leaseId), putOp(recordKey, value)],
+            failure: [getOp(lockKey), getOp(sessionKey), getOp(recordKey)],
+          };
+        });
+      } catch (error) {
+        // Applied or not? The next round's txn reads back exactly that (this call's writeId on the lock key).
+        await this.ctx.pauseIfUnavailable(error, startedAt);
+        uncertain = true;
+        continue;
+      }
+      const { response } = answer;
+      if (response.succeeded) {
+        const grant: LockGrant = {
+          key: req.key,
+          sessionId,
+          fencingToken: grantToken(response.header.revision, answer.slot),
+          ttlMillis: req.ttlMillis,
+          grantedAt: now,
+          expiresAt,
+        };
+        return { kind: 'granted', grant, owner: current.session.owner, existing: false };
+      }
+      const sessionKv = rangeResult(response, 1);
+      if (!sessionKv) {
+        this.ctx.sessions.forget(sessionId);
+        return { kind: 'session_not_found' };
+      }
+      const fresh = decodeSession(sessionKv);
+      this.ctx.sessions.remember(fresh);
+      if (fresh.createRevision !== session.createRevision) {
+        session = fresh; // another incarnation under this id: its hash is checked next round
+        continue;
+      }
+      const lockKv = rangeResult(response, 0);
+      const recordKv = rangeResult(response, 2);
+      if (!lockKv) {
+        // Free, but our record of an earlier grant of this key was not swept yet: it can no
+        // longer be reported (its key is being reused), so drop it and take the key.
+        if (recordKv) await this.ctx.deleteIfUnchanged(recordKv);
+        continue;
+      }
+      const row = decodeLock(req.key, lockKv);
+      if (row.stored.sessionId === sessionId && row.stored.sessionRevision === session.createRevision) {
+        // Ours already. If our own earlier attempt broke mid-flight and landed, it is this call's grant.
+        const landed = uncertain && row.stored.writeId === writeId;
+        return { kind: 'granted', grant: stripOwner(row.lock), owner: row.lock.owner, existing: !landed };
+      }
+      if (await this.ctx.sessionIncarnationLive(row.stored.sessionId, row.stored.sessionRevision)) {
+        // The failed attempt's revision: a release after it is what a waiter waits for.
+        this.holders.rememberHolder(req.key, row.stored.sessionId);
+        return { kind: 'held', holder: row.lock, observedRevision: response.header.revision };
+      }
+      // The holder's session lapsed (its lease ran out) but nobody swept yet: the lock is free.
+      // Remove exactly that incarnation of the key (its record stays for the sweeper), then create anew.
+      await this.ctx.write(() =>
+        client.kv.txn({
+          compare: [modRevisionIs(lockKey, row.modRevision), createRevisionIsNot(this.ctx.keys.session(row.stored.sessionId), row.stored.sessionRevision)],
+          success: [deleteOp(lockKey)],
+          failure: [],
+        }),
+      );
+    }
+    throw new NotLeaderError(`acquire of ${JSON.stringify(req.key)} kept racing other writers`);
+  }
+
+  async renew(req: { key: string; session: SessionCredential; fencingToken: FencingToken; ttlMillis?: number }): Promise<RenewResult> {
+    const client = this.ctx.etcd();
+    const sessionId = req.session.sessionId;
+    const lockKey = this.ctx.keys.lock(req.key);
+    const sessionKey = this.ctx.keys.session(sessionId);
+    const startedAt = Date.now();
+    for (let decision = 0; decision < MAX_DECISIONS; decision += 1) {
+      const read = await readTxn(client, { success: [getOp(lockKey), getOp(sessionKey)] });
+      const sessionKv = rangeResult(read, 1);
+      if (!sessionKv) {
+        this.ctx.sessions.forget(sessionId);
+        return { kind: 'session_not_found' };
+      }
+      const session = decodeSession(sessionKv);
+      this.ctx.sessions.remember(session);
+      if (session.session.tokenHash !== req.session.tokenHash) return { kind: 'unauthenticated' };
+      const lockKv = rangeResult(read, 0);
+      if (!lockKv) return { kind: 'lost' };
+      const row = decodeLock(req.key, lockKv);
+      if (row.lock.fencingToken !== req.fencingToken) return { kind: 'lost' };
+      if (row.stored.sessionId !== sessionId || row.stored.sessionRevision !== session.createRevision) return { kind: 'lost' };
+
+      // The key moves to a fresh lease with the (kept or new) TTL: etcd's clock restarts from there.
+      const ttlMillis = req.ttlMillis ?? row.stored.ttlMillis;
+      const leaseId = await this.grantLeases.forTtl(ttlMillis);
+      const now = this.ctx.clock();
+      const renewed: StoredLock = { ...row.stored, ttlMillis, expiresAt: now + ttlMillis, leaseId, writeId: randomUUID() };
+      let response: ITxnResponse;
+      try {
+        response = await client.kv.txn({
+          compare: [modRevisionIs(lockKey, row.modRevision), createRevisionIs(sessionKey, session.createRevision)],
+          // A PUT on an existing key keeps its create revision: same fencing token, new lease.
+          success: [putOp(lockKey, encode(renewed), leaseId), putOp(this.ctx.keys.lockRecord(sessionId, req.key), encode(renewed))],
+          failure: [],
+        });
+      } catch (error) {
+        await this.ctx.pauseIfUnavailable(error, startedAt);
+        // Applied or not: the lock key carries this call's write exactly when it was.
+        const check = (await range(client, { key: lockKey })).kvs[0];
+        if (check && decodeLock(req.key, check).lock.fencingToken === req.fencingToken) {
+          const landed = decodeLock(req.key, check);
+          if (landed.stored.writeId === renewed.writeId) return { kind: 'renewed', lock: landed.lock };
+        }
+        continue;
+      }
+      if (response.succeeded) return { kind: 'renewed', lock: { ...row.lock, ttlMillis, expiresAt: renewed.expiresAt } };
+    }
+    throw new NotLeaderError(`renew of ${JSON.stringify(req.key)} kept racing other writers`);
+  }
+
+  async release(req: { key: string; session: SessionCredential; fencingToken: FencingToken }): Promise<ReleaseResult> {
+    const sessionId = req.session.sessionId;
+    const lockKey = this.ctx.keys.lock(req.key);
+    const recordKey = this.ctx.keys.lockRecord(sessionId, req.key);
+    const sessionKey = this.ctx.keys.session(sessionId);
+    let session = await this.ctx.knownSession(sessionId);
+    for (let decision = 0; decision < MAX_DECISIONS; decision += 1) {
+      if (!session) return { kind: 'session_not_found' };
+      if (session.session.tokenHash !== req.session.tokenHash) return { kind: 'unauthenticated' };
+      // Compare-and-delete on (key, token) of this session incarnation's grant, sharing a round trip with
+      // concurrent releases. Retried only on unavailability: a repeat of an applied delete fails its
+      // compare and answers `lost` (benign LOCK_LOST), never a second delete. The token names the
+      // grant by create revision and slot (grant-tokens.ts): both are compared.
+      const token = tokenParts(req.fencingToken);
+      if (!token) return { kind: 'lost' };
+      const response = await this.releases.submit(lockKey, {
+        compare: [
+          createRevisionIs(lockKey, token.revision),
+          ...slotIs(lockKey, token.slot),
+          createRevisionIs(recordKey, token.revision),
+          createRevisionIs(sessionKey, session.createRevision),
+        ],
+        // Only the lock key's deleted value is read back (the record is its copy).
+        success: [deleteOp(lockKey), deleteOp(recordKey, false)],
+        failure: [getOp(sessionKey)],
+      });
+      if (response.succeeded) {
+        const deleted = deletedResult(response, 0);
+        if (!deleted) return { kind: 'lost' };
+        const row = decodeLock(req.key, deleted);
+        return { kind: 'released', lock: { ...row.lock, endedAt: this.ctx.clock() } };
+      }
+      const sessionKv = rangeResult(response, 0);
+      if (!sessionKv) {
+        this.ctx.sessions.forget(sessionId);
+        return { kind: 'session_not_found' };
+      }
+      const fresh = decodeSession(sessionKv);
+      this.ctx.sessions.remember(fresh);
+      if (fresh.createRevision === session.createRevision) return { kind: 'lost' };
+      session = fresh;
+    }
+    throw new NotLeaderError(`release of ${JSON.stringify(req.key)} kept racing other writers`);
+  }
+
+  async readLock(key: string): Promise<HeldLock | null> {
+    const response = await range(this.ctx.etcd(), { key: this.ctx.keys.lock(key) });
+    const kv = response.kvs[0];
+    if (!kv) return null;
+    const row = decodeLock(key, kv);
+    return (await this.ctx.sessionIncarnationLive(row.stored.sessionId, row.stored.sessionRevision)) ? row.lock : null;
+  }
+
+  async listLocks(query: ListQuery & { prefix?: string }): Promise<Page<HeldLock>> {
+    const checked = new Map<string, Promise<boolean>>();
+    const page = await this.ctx.pageOf(this.ctx.keys.locksPrefix, query.prefix ?? '', decodeCursor(query.cursor), query.limit, async (kv) => {
+      const key = this.ctx.keys.lockKeyOf(kv.key);
+      if (key === null) return null;
+      const row = decodeLock(key, kv);
+      const incarnation = `${row.stored.sessionId}@${row.stored.sessionRevision}`;
+      let live = checked.get(incarnation);
+      if (!live) {
+        live = this.ctx.sessionIncarnationLive(row.stored.sessionId, row.stored.sessionRevision);
+        checked.set(incarnation, live);
+      }
+      return (await live) ? row.lock : null;
+    });
+    return { items: page.items, nextCursor: encodeCursor(page.nextCursor) };
+  }
+
+  async forceRevoke(req: { key: string; expectedFencingToken?: FencingToken; audit: AuditDraft }): Promise<ForceRevokeResult> {
+    const lockKey = this.ctx.keys.lock(req.key);
+    for (let decision = 0; decision < MAX_DECISIONS; decision += 1) {
+      const [lockResponse, head] = await Promise.all([range(this.ctx.etcd(), { key: lockKey }), this.audit.storedHead()]);
+      const kv = lockResponse.kvs[0];
+      const row = kv ? decodeLock(req.key, kv) : null;
+      const compare: ICompare[] = [modRevisionIs(lockKey, row?.modRevision ?? '0')];
+      let live: LockRow | null = null;
+      if (row) {
+        const holderKey = this.ctx.keys.session(row.stored.sessionId);
+        if (await this.ctx.sessionIncarnationLive(row.stored.sessionId, row.stored.sessionRevision)) {
+          live = row;
+          compare.push(createRevisionIs(holderKey, row.stored.sessionRevision));
+        } else {
+          compare.push(createRevisionIsNot(holderKey, row.stored.sessionRevision));
+        }
+      }
+      const outcome = !live
+        ? 'NOT_HELD'
+        : req.expectedFencingToken !== undefined && req.expectedFencingToken !== live.lock.fencingToken
+          ? 'TOKEN_MISMATCH'
+          : 'REVOKED';
+      const append = this.audit.plan(head, req.audit, {
+        action: 'lock.revoke',
+        target: req.key,
+        fencingToken: live?.lock.fencingToken ?? req.expectedFencingToken,
+        outcome,
+      });
+      let ops = append.ops;
+      if (outcome === 'REVOKED' && live) {
+        const recordKey = this.ctx.keys.lockRecord(live.stored.sessionId, req.key);
+        compare.push(createRevisionIs(recordKey, live.createRevision));
+        ops = [deleteOp(lockKey), deleteOp(recordKey), ...append.ops];
+      }
+      if (!(await this.audit.commit([...compare, append.compare], ops, append.entry))) continue;
+      if (outcome === 'REVOKED' && live) {
+        return { outcome, revoked: { ...live.lock, endedAt: append.entry.at }, audit: append.entry };
+      }
+      if (outcome === 'TOKEN_MISMATCH' && live) return { outcome, holder: live.lock, audit: append.entry };
+      return { outcome: 'NOT_HELD', audit: append.entry };
+    }
+    throw new NotLeaderError(`revoke of ${JSON.stringify(req.key)} kept racing other writers`);
+  }
+
+  /**
+   * Grants whose lease ran out (etcd already deleted their liveness key, or
+   * an acquirer took the key over from a lapsed session) but whose record is
+   * still here: the record is deleted and the grant reported, once.
+   */
+  async expireLocks(limit: number): Promise<EndedLock[]> {
+    const removed: EndedLock[] = [];
+    if (limit <= 0) return removed;
+    for await (const records of this.ctx.scanPages(this.ctx.keys.lockRecordsPrefix)) {
+      const rows = records.flatMap((kv) => {
+        const named = this.ctx.keys.lockRecordOf(kv.key);
+        return named ? [{ kv, row: decodeLock(named.key, kv) }] : [];
+      });
+      const liveKeys = await this.ctx.readKeys(rows.map(({ row }) => this.ctx.keys.lock(row.lock.key)));
+      for (const [index, { kv, row }] of rows.entries()) {
+        if (removed.length >= limit) return removed;
+        const live = liveKeys[index];
+        if (live && String(live.create_revision) === row.createRevision) continue;
+        const response = await this.ctx.write(() =>
+          this.ctx.etcd().kv.txn({ compare: [modRevisionIs(kv.key, row.modRevision)], success: [deleteOp(kv.key)], failure: [] }),
+        );
+        if (response.succeeded) removed.push({ ...row.lock, endedAt: this.ctx.clock() });
+      }
+    }
+    return removed;
+  }
+}
+
+function stripOwner(lock: HeldLock): LockGrant {
+  const { owner: _owner, ...grant } = lock;
+  void _owner;
+  return grant;
+}

@@ -1,0 +1,276 @@
+/**
+ * Sessions on etcd: open, heartbeat, close, kill, the sweep of lapsed ones, and the listing.
+ * A session is live while its liveness key {root}s/{id} (on the session's lease) exists; its
+ * unleased record {root}sr/{id} outlives a lapse until expireSessions reports it, once. Ending a
+ * session is one txn over its keys and every grant still live, pinned to the state it read.
+ */
+import type { ICompare, IRequestOp } from 'etcd3';
+import { NotLeaderError } from '../../errors.js';
+import type { Page, SessionInfo } from '../../../contract/records.js';
+import type {
+  AuditDraft,
+  CloseSessionResult,
+  EndedSession,
+  HeartbeatResult,
+  KillSessionResult,
+  ListQuery,
+  SessionCredential,
+  SessionRecord,
+} from '../spi.js';
+import type { PlannedAppend } from './audit-log.js';
+import { decodeCursor, encodeCursor } from './cursors.js';
+import { range, readTxn } from './etcd-client.js';
+import type { EtcdAudit } from './etcd-audit.js';
+import { MAX_DECISIONS, type EtcdContext } from './etcd-context.js';
+import { grantLease, leaseTtlSeconds, revokeLease } from './leases.js';
+import {
+  createRevisionIs,
+  deleteOp,
+  getOp,
+  modRevisionIs,
+  nothingCreatedUnderAfter,
+  prefixRange,
+  putOp,
+  rangeOp,
+  rangeResult,
+  rangeResults,
+} from './ops.js';
+import { decodeLock, decodeSession, encode, toSessionRecord, type LockRow, type SessionRow, type StoredSession } from './records.js';
+
+/** A session's state as one read saw it: liveness key, record, and its grants with their liveness keys. */
+interface SessionState {
+  /** The liveness key's row, when the session is live. */
+  live: SessionRow | null;
+  /** The unleased record; null once the session was ended (or never existed). */
+  record: SessionRow;
+  /** Grants still live (their liveness key exists with the record's token). */
+  liveLocks: Array<{ record: LockRow; liveModRevision: string }>;
+  /** Revision of the read, for the "no grant created since" compare. */
+  readRevision: string;
+}
+
+export class EtcdSessions {
+  constructor(
+    private readonly ctx: EtcdContext,
+    private readonly audit: EtcdAudit,
+  ) {}
+
+  async openSession(req: { sessionId: string; owner: string; ttlMillis: number; tokenHash: string }): Promise<SessionRecord> {
+    const client = this.ctx.etcd();
+    const leaseId = await this.ctx.write(() => grantLease(client, leaseTtlSeconds(req.ttlMillis)));
+    const now = this.ctx.clock();
+    const stored: StoredSession = {
+      sessionId: req.sessionId,
+      owner: req.owner,
+      ttlMillis: req.ttlMillis,
+      createdAt: now,
+      lastHeartbeatAt: now,
+      expiresAt: now + req.ttlMillis,
+      tokenHash: req.tokenHash,
+      leaseId,
+    };
+    const key = this.ctx.keys.session(req.sessionId);
+    const recordKey = this.ctx.keys.sessionRecord(req.sessionId);
+    const response = await this.ctx.write(() =>
+      client.kv.txn({
+        // The record outlives a lapsed session until the sweeper reports it: its id is not reusable before.
+        compare: [createRevisionIs(key, '0'), createRevisionIs(recordKey, '0')],
+        success: [putOp(key, encode(stored), leaseId), putOp(recordKey, encode(stored))],
+        failure: [getOp(recordKey)],
+      }),
+    );
+    if (!response.succeeded) {
+      const existing = rangeResult(response, 0);
+      // A retried open whose first attempt landed: the record carries this call's lease.
+      if (existing && decodeSession(existing).session.leaseId === leaseId) {
+        const row = decodeSession(existing);
+        this.ctx.sessions.remember(row);
+        return toSessionRecord(row.session);
+      }
+      await revokeLease(client, leaseId);
+      throw new Error(`session id ${req.sessionId} already exists`);
+    }
+    this.ctx.sessions.remember({ session: stored, createRevision: response.header.revision, modRevision: response.header.revision });
+    return toSessionRecord(stored);
+  }
+
+  async heartbeat(credential: SessionCredential): Promise<HeartbeatResult> {
+    const client = this.ctx.etcd();
+    const key = this.ctx.keys.session(credential.sessionId);
+    let row = await this.ctx.knownSession(credential.sessionId);
+    for (let decision = 0; decision < MAX_DECISIONS; decision += 1) {
+      if (!row) return { kind: 'session_not_found' };
+      if (row.session.tokenHash !== credential.tokenHash) return { kind: 'unauthenticated' };
+      const leaseId = row.session.leaseId;
+      // etcd refuses to renew a lease that has run out, even one not yet revoked: a lapsed session stays lapsed.
+      const remaining = await this.ctx.write(() => this.ctx.keepAlives.keepAlive(leaseId));
+      const now = this.ctx.clock();
+      const next: StoredSession = { ...row.session, lastHeartbeatAt: now, expiresAt: now + row.session.ttlMillis };
+      const current: SessionRow = row;
+      const response = await this.ctx.write(() =>
+        client.kv.txn({
+          // Only the incarnation whose hash was checked; the record follows for advisory reporting.
+          compare: [createRevisionIs(key, current.createRevision)],
+          success: remaining > 0 ? [putOp(key, encode(next), leaseId), putOp(this.ctx.keys.sessionRecord(credential.sessionId), encode(next))] : [],
+          failure: [getOp(key)],
+        }),
+      );
+      if (response.succeeded && remaining > 0) {
+        this.ctx.sessions.remember({ session: next, createRevision: current.createRevision, modRevision: response.header.revision });
+        return { kind: 'alive', session: toSessionRecord(next) };
+      }
+      const fresh = response.succeeded ? undefined : rangeResult(response, 0);
+      if (!fresh) {
+        this.ctx.sessions.forget(credential.sessionId);
+        return { kind: 'session_not_found' };
+      }
+      row = decodeSession(fresh); // another incarnation under this id: check its hash
+      this.ctx.sessions.remember(row);
+    }
+    throw new NotLeaderError(`heartbeat of ${credential.sessionId} kept racing other writers`);
+  }
+
+  async getSession(sessionId: string): Promise<SessionRecord | null> {
+    const row = await this.ctx.readLiveSession(sessionId);
+    return row ? toSessionRecord(row.session) : null;
+  }
+
+  async closeSession(credential: SessionCredential): Promise<CloseSessionResult> {
+    for (let decision = 0; decision < MAX_DECISIONS; decision += 1) {
+      const state = await this.readSessionState(credential.sessionId);
+      if (!state?.live) return { kind: 'session_not_found' };
+      if (state.live.session.tokenHash !== credential.tokenHash) return { kind: 'unauthenticated' };
+      const ended = await this.endSession(state, 'closed');
+      if (ended) return { kind: 'closed', ended };
+    }
+    throw new NotLeaderError(`closing ${credential.sessionId} kept racing other writers`);
+  }
+
+  async killSession(sessionId: string, draft: AuditDraft): Promise<KillSessionResult> {
+    for (let decision = 0; decision < MAX_DECISIONS; decision += 1) {
+      const [state, head] = await Promise.all([this.readSessionState(sessionId), this.audit.storedHead()]);
+      const live = state?.live ? state : null;
+      const append = this.audit.plan(head, draft, {
+        action: 'session.kill',
+        target: sessionId,
+        outcome: live ? 'KILLED' : 'NOT_FOUND',
+      });
+      if (!live) {
+        // NOT_FOUND is decided on "no live incarnation": pin that too.
+        const compare = [append.compare, createRevisionIs(this.ctx.keys.session(sessionId), '0')];
+        if (await this.audit.commit(compare, append.ops, append.entry)) return { ended: null, audit: append.entry };
+        continue;
+      }
+      const ended = await this.endSession(live, 'killed', append);
+      if (ended) return { ended, audit: append.entry };
+    }
+    throw new NotLeaderError(`killing ${sessionId} kept racing other writers`);
+  }
+
+  /**
+   * Sessions whose lease ran out (etcd already deleted their liveness key) but
+   * whose record is still here: ended with cause ttl, with the grants that were
+   * still live when the session went. One compare-and-delete each: reported once.
+   */
+  async expireSessions(limit: number): Promise<EndedSession[]> {
+    const ended: EndedSession[] = [];
+    if (limit <= 0) return ended;
+    for await (const records of this.ctx.scanPages(this.ctx.keys.sessionRecordsPrefix)) {
+      const ids = records.map((kv) => this.ctx.keys.sessionIdOfRecord(kv.key)).filter((id): id is string => id !== null);
+      const liveKeys = await this.ctx.readKeys(ids.map((id) => this.ctx.keys.session(id)));
+      for (const [index, id] of ids.entries()) {
+        if (ended.length >= limit) return ended;
+        if (liveKeys[index]) continue;
+        const state = await this.readSessionState(id);
+        if (!state || state.live) continue; // ended elsewhere meanwhile, or (impossible) live again
+        const result = await this.endSession(state, 'ttl');
+        if (result) ended.push(result);
+      }
+    }
+    return ended;
+  }
+
+  async listSessions(query: ListQuery): Promise<Page<SessionInfo>> {
+    const page = await this.ctx.pageOf(this.ctx.keys.sessionsPrefix, '', decodeCursor(query.cursor), query.limit, (kv) => decodeSession(kv));
+    const items = await Promise.all(
+      page.items.map(async (row): Promise<SessionInfo> => {
+        const records = await range(this.ctx.etcd(), prefixRange(this.ctx.keys.lockRecordsOf(row.session.sessionId)));
+        const named = records.kvs.map((kv) => ({ kv, key: this.ctx.keys.lockRecordOf(kv.key)?.key })).filter((r) => r.key !== undefined);
+        const liveKeys = await this.ctx.readKeys(named.map((r) => this.ctx.keys.lock(r.key!)));
+        const lockCount = named.filter((r, index) => String(liveKeys[index]?.create_revision ?? '0') === String(r.kv.create_revision)).length;
+        return { ...toSessionRecord(row.session), lockCount };
+      }),
+    );
+    return { items, nextCursor: encodeCursor(page.nextCursor) };
+  }
+
+  /**
+   * Ends a session in one txn (plus an audit append for kills): its liveness key
+   * (if still there), its record, and every grant still live, with their records.
+   * Grants whose lease already ran out keep their records for expireLocks.
+   * Null when something changed since the read (re-decide).
+   */
+  private async endSession(state: SessionState, cause: EndedSession['cause'], append?: PlannedAppend): Promise<EndedSession | null> {
+    const sessionId = state.record.session.sessionId;
+    const sessionKey = this.ctx.keys.session(sessionId);
+    const recordKey = this.ctx.keys.sessionRecord(sessionId);
+    const compare: ICompare[] = [
+      createRevisionIs(recordKey, state.record.createRevision),
+      // Live: exactly the incarnation read. Lapsed: still gone (etcd dropped it).
+      createRevisionIs(sessionKey, state.live ? state.live.createRevision : '0'),
+      // No grant was added to this session after the read (an acquire racing the end).
+      nothingCreatedUnderAfter(this.ctx.keys.lockRecordsOf(sessionId), state.readRevision),
+    ];
+    const ops: IRequestOp[] = [deleteOp(recordKey)];
+    if (state.live) ops.push(deleteOp(sessionKey));
+    for (const { record, liveModRevision } of state.liveLocks) {
+      const lockKey = this.ctx.keys.lock(record.lock.key);
+      const lockRecordKey = this.ctx.keys.lockRecord(sessionId, record.lock.key);
+      compare.push(modRevisionIs(lockKey, liveModRevision), modRevisionIs(lockRecordKey, record.modRevision));
+      ops.push(deleteOp(lockKey), deleteOp(lockRecordKey));
+    }
+    let committed: boolean;
+    if (append) {
+      committed = await this.audit.commit([...compare, append.compare], [...ops, ...append.ops], append.entry);
+    } else {
+      const response = await this.ctx.write(() => this.ctx.etcd().kv.txn({ compare, success: ops, failure: [] }));
+      committed = response.succeeded;
+    }
+    if (!committed) return null;
+    this.ctx.sessions.forget(sessionId);
+    const client = this.ctx.etcd();
+    void revokeLease(client, state.record.session.leaseId); // grant leases are shared: they run out by themselves
+    const endedAt = append ? append.entry.at : this.ctx.clock();
+    return {
+      session: toSessionRecord(state.record.session),
+      cause,
+      releasedLocks: state.liveLocks.map(({ record }) => ({ ...record.lock, endedAt })),
+    };
+  }
+
+  /** The session's record, liveness key and grants, as one consistent read (plus the grants' liveness keys). */
+  private async readSessionState(sessionId: string): Promise<SessionState | null> {
+    const response = await readTxn(this.ctx.etcd(), {
+      success: [getOp(this.ctx.keys.sessionRecord(sessionId)), getOp(this.ctx.keys.session(sessionId)), rangeOp(this.ctx.keys.lockRecordsOf(sessionId))],
+    });
+    const recordKv = rangeResult(response, 0);
+    if (!recordKv) {
+      this.ctx.sessions.forget(sessionId);
+      return null;
+    }
+    const record = decodeSession(recordKv);
+    const liveKv = rangeResult(response, 1);
+    const live = liveKv && String(liveKv.create_revision) === record.createRevision ? decodeSession(liveKv) : null;
+    if (live) this.ctx.sessions.remember(live);
+    const records = rangeResults(response, 2).flatMap((kv) => {
+      const named = this.ctx.keys.lockRecordOf(kv.key);
+      return named ? [decodeLock(named.key, kv)] : [];
+    });
+    const liveKeys = await this.ctx.readKeys(records.map((row) => this.ctx.keys.lock(row.lock.key)));
+    const liveLocks = records.flatMap((row, index) => {
+      const kv = liveKeys[index];
+      return kv && String(kv.create_revision) === row.createRevision ? [{ record: row, liveModRevision: String(kv.mod_revision) }] : [];
+    });
+    return { live, record, liveLocks, readRevision: response.header.revision };
+  }
+}

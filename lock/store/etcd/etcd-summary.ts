@@ -1,0 +1,33 @@
+/** The etcd store's summary: live sessions and held locks counted by the liveness test every read uses. */
+import type { StoreSummary } from '../spi.js';
+import type { EtcdContext } from './etcd-context.js';
+import { decodeLock } from './records.js';
+
+/**
+ * Live sessions and grants by the same test as everything else (leased keys
+ * present, holder incarnation matching). `oldestHeldMillis` is advisory: this
+ * server's clock minus the granting server's grantedAt, floored at 0.
+ */
+export async function summarize(ctx: EtcdContext): Promise<StoreSummary> {
+  const liveSessions = new Map<string, string>();
+  for await (const page of ctx.scanPages(ctx.keys.sessionsPrefix)) {
+    for (const kv of page) {
+      const id = ctx.keys.sessionIdOf(kv.key);
+      if (id !== null) liveSessions.set(id, String(kv.create_revision));
+    }
+  }
+  let heldLocks = 0;
+  let oldestGrantedAt = Number.POSITIVE_INFINITY;
+  for await (const page of ctx.scanPages(ctx.keys.locksPrefix)) {
+    for (const kv of page) {
+      const key = ctx.keys.lockKeyOf(kv.key);
+      if (key === null) continue;
+      const row = decodeLock(key, kv);
+      if (liveSessions.get(row.stored.sessionId) !== row.stored.sessionRevision) continue;
+      heldLocks += 1;
+      oldestGrantedAt = Math.min(oldestGrantedAt, row.stored.grantedAt);
+    }
+  }
+  const oldestHeldMillis = heldLocks === 0 ? 0 : Math.max(0, ctx.clock() - oldestGrantedAt);
+  return { heldLocks, activeSessions: liveSessions.size, oldestHeldMillis };
+}

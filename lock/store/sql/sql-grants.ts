@@ -1,0 +1,240 @@
+/**
+ * Grants in SQL: acquire and release (each batched into shared statements), renew, the reads of
+ * held locks, forced revocation and the sweep of lapsed grants. Every writer takes its row locks
+ * in the store's order (sql-store.ts); an acquire holds a share lock on its own session row
+ * (acquire-batch.ts), so no grant outlives the end of its session.
+ */
+import type { BackendName, FencingToken, Page } from '../../../contract/records.js';
+import { NotLeaderError } from '../../errors.js';
+import type {
+  AuditDraft,
+  EndedLock,
+  ForceRevokeResult,
+  HeldLock,
+  ListQuery,
+  ReleaseResult,
+  RenewResult,
+  SessionCredential,
+  SessionRefusal,
+  TryAcquireResult,
+} from '../spi.js';
+import { decodeCursor, encodeCursor } from '../cursor.js';
+import { acquireInRounds, type AcquireRequest, type AcquireRow } from './acquire-batch.js';
+import type { Queryable, SqlDatabase } from './queryable.js';
+import type { SqlAudit } from './sql-audit.js';
+import { guardSql } from './sql-errors.js';
+import { DB_NOW, LIVE_LOCK, LOCK_COLUMNS, QUALIFIED_LOCK_COLUMNS, toEndedLock, toGrant, toLock, withoutEnd } from './sql-rows.js';
+import { StatementBatcher } from './statement-batcher.js';
+
+interface ReleaseRequest {
+  key: string;
+  session: SessionCredential;
+  fencingToken: FencingToken;
+}
+
+export class SqlGrants {
+  private readonly acquires = new StatementBatcher((batch: AcquireRequest[]) => this.acquireBatch(batch));
+  private readonly releases = new StatementBatcher((batch: ReleaseRequest[]) => this.releaseBatch(batch));
+
+  constructor(
+    private readonly db: SqlDatabase,
+    private readonly backend: BackendName,
+    private readonly audit: SqlAudit,
+  ) {}
+
+  /** Concurrent try-acquires share one call (group commit, acquire-batch.ts); each gets its own answer. */
+  async tryAcquire(req: AcquireRequest): Promise<TryAcquireResult> {
+    const row = await this.acquires.submit(req);
+    if (row instanceof Error) throw row;
+    switch (row.kind) {
+      case 'session_not_found':
+      case 'unauthenticated':
+        return { kind: row.kind };
+      case 'held':
+        return { kind: 'held', holder: toLock(row) };
+      default: {
+        const lock = toLock(row);
+        return { kind: 'granted', grant: toGrant(lock), owner: lock.owner, existing: row.kind === 'existing' };
+      }
+    }
+  }
+
+  async renew(req: { key: string; session: SessionCredential; fencingToken: FencingToken; ttlMillis?: number }): Promise<RenewResult> {
+    const rows = await this.guard(() =>
+      this.db.query(
+        // Without a TTL the grant keeps its own: a renew never shortens a lock by accident.
+        `UPDATE holdfast_locks l
+         SET ttl_millis = COALESCE($5::integer, l.ttl_millis), expires_at = n.now + COALESCE($5::integer, l.ttl_millis)
+         FROM holdfast_sessions s, (SELECT holdfast_now_ms() AS now) n
+         WHERE l.key = $1 AND l.fencing_token = $2::bigint AND l.session_id = $3 AND l.expires_at > n.now
+           AND s.session_id = $3 AND s.token_hash = $4 AND s.expires_at > n.now
+         RETURNING ${QUALIFIED_LOCK_COLUMNS}`,
+        [req.key, req.fencingToken, req.session.sessionId, req.session.tokenHash, req.ttlMillis ?? null],
+      ),
+    );
+    if (rows[0]) return { kind: 'renewed', lock: toLock(rows[0]) };
+    return (await this.refusal(this.db, req.session)) ?? { kind: 'lost' };
+  }
+
+  /**
+   * A batch whose call fails for a reason other than an unreachable store is retried one
+   * request at a time, so a request that PostgreSQL refuses fails alone.
+   */
+  private async acquireBatch(batch: AcquireRequest[]): Promise<(AcquireRow | Error)[]> {
+    try {
+      return await this.guard(() => acquireInRounds(this.db, batch));
+    } catch (error) {
+      if (batch.length === 1 || error instanceof NotLeaderError) throw error;
+      return Promise.all(
+        batch.map((request) =>
+          this.guard(() => acquireInRounds(this.db, [request])).then(
+            (rows) => rows[0]!,
+            (alone: unknown) => (alone instanceof Error ? alone : new Error(String(alone))),
+          ),
+        ),
+      );
+    }
+  }
+
+  /** Compare-and-delete on (key, token) of the caller's live grant; concurrent releases share one statement. */
+  release(req: ReleaseRequest): Promise<ReleaseResult> {
+    return this.releases.submit(req);
+  }
+
+  private async releaseBatch(batch: ReleaseRequest[]): Promise<ReleaseResult[]> {
+    const rows =
+      batch.length === 1
+        ? await this.guard(() =>
+            this.db.query(
+              `DELETE FROM holdfast_locks l USING holdfast_sessions s, (SELECT holdfast_now_ms() AS now) n
+               WHERE l.key = $1 AND l.fencing_token = $2::bigint AND l.session_id = $3 AND l.expires_at > n.now
+                 AND s.session_id = $3 AND s.token_hash = $4 AND s.expires_at > n.now
+               RETURNING ${QUALIFIED_LOCK_COLUMNS}, n.now AS ended_at`,
+              [batch[0]!.key, batch[0]!.fencingToken, batch[0]!.session.sessionId, batch[0]!.session.tokenHash],
+            ),
+          )
+        : await this.guard(() =>
+            // Rows are locked in key order (the sort sits below the row locks), like every multi-row writer.
+            this.db.query(
+              `WITH n AS (SELECT holdfast_now_ms() AS now),
+               r AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[]) AS r(key, token, sid, hash)),
+               target AS (
+                 SELECT l.key FROM holdfast_locks l JOIN r ON l.key = r.key AND l.fencing_token = r.token AND l.session_id = r.sid
+                 ORDER BY l.key FOR UPDATE OF l)
+               DELETE FROM holdfast_locks l USING r, n, holdfast_sessions s
+               WHERE l.key IN (SELECT key FROM target) AND l.key = r.key AND l.fencing_token = r.token AND l.session_id = r.sid
+                 AND l.expires_at > n.now AND s.session_id = r.sid AND s.token_hash = r.hash AND s.expires_at > n.now
+               RETURNING ${QUALIFIED_LOCK_COLUMNS}, n.now AS ended_at`,
+              [batch.map((b) => b.key), batch.map((b) => b.fencingToken), batch.map((b) => b.session.sessionId), batch.map((b) => b.session.tokenHash)],
+            ),
+          );
+    const deleted = new Map(rows.map((row) => [`${String(row.key)}\u0000${String(row.fencing_token)}`, row]));
+    const results: ReleaseResult[] = [];
+    for (const b of batch) {
+      const id = `${b.key}\u0000${b.fencingToken}`;
+      const row = deleted.get(id);
+      if (row) {
+        // A key released twice in one batch: only the first caller gets the deleted row.
+        deleted.delete(id);
+        results.push({ kind: 'released', lock: toEndedLock(row) });
+      } else {
+        // Only a failure pays for the diagnosis: whose session, and was the token right.
+        results.push((await this.guard(() => this.refusal(this.db, b.session))) ?? { kind: 'lost' });
+      }
+    }
+    return results;
+  }
+
+  async readLock(key: string): Promise<HeldLock | null> {
+    const rows = await this.guard(() =>
+      this.db.query(`SELECT ${LOCK_COLUMNS} FROM holdfast_locks l WHERE l.key = $1 AND ${LIVE_LOCK('l')}`, [key]),
+    );
+    return rows[0] ? toLock(rows[0]) : null;
+  }
+
+  async listLocks(query: ListQuery & { prefix?: string }): Promise<Page<HeldLock>> {
+    const after = decodeCursor(query.cursor);
+    const rows = await this.guard(() =>
+      this.db.query(
+        `SELECT ${LOCK_COLUMNS} FROM holdfast_locks l
+         WHERE ${LIVE_LOCK('l')}
+           AND ($1::text IS NULL OR starts_with(l.key, $1))
+           AND ($2::text IS NULL OR l.key > $2)
+         ORDER BY l.key LIMIT $3`,
+        [query.prefix || null, after, query.limit + 1],
+      ),
+    );
+    const items = rows.slice(0, query.limit).map(toLock);
+    return { items, nextCursor: rows.length > query.limit ? encodeCursor(items.at(-1)!.key) : null };
+  }
+
+  async forceRevoke(req: { key: string; expectedFencingToken?: FencingToken; audit: AuditDraft }): Promise<ForceRevokeResult> {
+    return this.guard(() =>
+      this.db.transaction(async (tx) => {
+        const rows = await tx.query(
+          `SELECT ${LOCK_COLUMNS}, (${LIVE_LOCK('l')}) AS live, ${DB_NOW} AS ended_at FROM holdfast_locks l WHERE l.key = $1 FOR UPDATE`,
+          [req.key],
+        );
+        const current = rows[0] && rows[0].live ? toEndedLock(rows[0]) : undefined;
+        let outcome: ForceRevokeResult['outcome'];
+        if (!current) outcome = 'NOT_HELD';
+        else if (req.expectedFencingToken !== undefined && req.expectedFencingToken !== current.fencingToken)
+          outcome = 'TOKEN_MISMATCH';
+        else outcome = 'REVOKED';
+        if (outcome === 'REVOKED') {
+          await tx.query('DELETE FROM holdfast_locks WHERE key = $1', [req.key]);
+        }
+        const audit = await this.audit.append(tx, {
+          ...req.audit,
+          action: 'lock.revoke',
+          target: req.key,
+          fencingToken: outcome === 'REVOKED' ? current!.fencingToken : req.expectedFencingToken,
+          outcome,
+        });
+        const holder = current ? withoutEnd(current) : undefined;
+        return {
+          outcome,
+          ...(outcome === 'REVOKED' ? { revoked: current } : {}),
+          ...(outcome === 'TOKEN_MISMATCH' ? { holder } : {}),
+          audit,
+        };
+      }),
+    );
+  }
+
+  async expireLocks(limit: number): Promise<EndedLock[]> {
+    const rows = await this.guard(() =>
+      this.db.query(
+        // Only lapsed TTLs (an index range scan, oldest first, stopping at the limit; see
+        // expireSessions for why not key order), deleted by primary key (= ANY(ARRAY(...)): an
+        // IN (subquery) was planned as a hash join over every lock row): locks of ended sessions
+        // go with their session in the same transaction, so there are no orphans to hunt for.
+        `WITH n AS (SELECT holdfast_now_ms() AS now)
+         DELETE FROM holdfast_locks WHERE key = ANY(ARRAY(
+           SELECT l.key FROM holdfast_locks l WHERE l.expires_at <= ${DB_NOW}
+           ORDER BY l.expires_at LIMIT $1 FOR UPDATE SKIP LOCKED))
+         RETURNING ${LOCK_COLUMNS}, (SELECT now FROM n) AS ended_at`,
+        [limit],
+      ),
+    );
+    return rows.map(toEndedLock);
+  }
+
+  /**
+   * Why a session-scoped change touched nothing: the session is not live, or the token is
+   * wrong. Null when the session is live and the token right (the lock itself is the problem).
+   */
+  private async refusal(db: Queryable, credential: SessionCredential): Promise<SessionRefusal | null> {
+    const rows = await db.query(
+      `SELECT token_hash = $2 AS token_ok FROM holdfast_sessions WHERE session_id = $1 AND expires_at > ${DB_NOW}`,
+      [credential.sessionId, credential.tokenHash],
+    );
+    if (!rows[0]) return { kind: 'session_not_found' };
+    return rows[0].token_ok === true ? null : { kind: 'unauthenticated' };
+  }
+
+  /** Maps "cannot take writes" failures to NOT_LEADER (sql-errors.ts). */
+  private guard<T>(operation: () => Promise<T>): Promise<T> {
+    return guardSql(this.backend, operation);
+  }
+}

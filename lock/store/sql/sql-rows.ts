@@ -1,0 +1,83 @@
+/**
+ * The SQL store's shared vocabulary: the column lists every statement selects, the database
+ * clock and the liveness test as SQL fragments, and rows turned into SPI records. Written once
+ * so that sessions, grants, audit and summary agree on what "live" and "now" mean.
+ */
+import type { AuditEntry, LockGrant } from '../../../contract/records.js';
+import type { EndedLock, HeldLock, SessionRecord } from '../spi.js';
+import type { Row } from './queryable.js';
+
+export const LOCK_COLUMNS = `key, session_id, owner, fencing_token::text AS fencing_token, ttl_millis, granted_at, expires_at`;
+export const QUALIFIED_LOCK_COLUMNS = `l.key, l.session_id, l.owner, l.fencing_token::text AS fencing_token, l.ttl_millis, l.granted_at, l.expires_at`;
+export const SESSION_COLUMNS = `session_id, owner, ttl_millis, created_at, last_heartbeat_at, expires_at`;
+export const AUDIT_COLUMNS = `id::text AS id, at, actor, action, target, fencing_token::text AS fencing_token, reason, outcome, request_id, prev_hash, hash`;
+/**
+ * The database clock, read once per statement. An uncorrelated sub-select is an InitPlan:
+ * evaluated once and usable as an index bound (a bare volatile call is neither). A statement
+ * that blocks on a row lock keeps its earlier reading, which only ever errs towards "still
+ * live" for a holder (no early grant) and towards a shorter new expiry.
+ */
+export const DB_NOW = '(SELECT holdfast_now_ms())';
+/** A lock is live while its TTL has not passed and its session is alive (store clock). */
+export const LIVE_LOCK = (alias: string, now = DB_NOW) =>
+  `${alias}.expires_at > ${now} AND EXISTS (SELECT 1 FROM holdfast_sessions hs WHERE hs.session_id = ${alias}.session_id AND hs.expires_at > ${now})`;
+
+export function prefixed(alias: string, columns: string): string {
+  return columns
+    .split(',')
+    .map((c) => `${alias}.${c.trim()}`)
+    .join(', ');
+}
+
+export function toSession(r: Row): SessionRecord {
+  return {
+    sessionId: String(r.session_id),
+    owner: String(r.owner),
+    ttlMillis: Number(r.ttl_millis),
+    createdAt: Number(r.created_at),
+    lastHeartbeatAt: Number(r.last_heartbeat_at),
+    expiresAt: Number(r.expires_at),
+  };
+}
+
+export function toLock(r: Row): HeldLock {
+  return {
+    key: String(r.key),
+    sessionId: String(r.session_id),
+    owner: String(r.owner),
+    fencingToken: String(r.fencing_token),
+    ttlMillis: Number(r.ttl_millis),
+    grantedAt: Number(r.granted_at),
+    expiresAt: Number(r.expires_at),
+  };
+}
+
+export function toEndedLock(r: Row): EndedLock {
+  return { ...toLock(r), endedAt: Number(r.ended_at) };
+}
+
+export function withoutEnd(lock: EndedLock): HeldLock {
+  const { endedAt: _endedAt, ...held } = lock;
+  return held;
+}
+
+export function toGrant(lock: HeldLock): LockGrant {
+  const { owner: _owner, ...grant } = lock;
+  return grant;
+}
+
+export function toAudit(r: Row): AuditEntry {
+  return {
+    id: String(r.id),
+    at: Number(r.at),
+    actor: String(r.actor),
+    action: String(r.action) as AuditEntry['action'],
+    target: String(r.target),
+    ...(r.fencing_token !== null && r.fencing_token !== undefined ? { fencingToken: String(r.fencing_token) } : {}),
+    reason: String(r.reason),
+    outcome: String(r.outcome),
+    requestId: String(r.request_id),
+    prevHash: String(r.prev_hash),
+    hash: String(r.hash),
+  };
+}
