@@ -79,7 +79,9 @@ export class AcquireWait {
   private waited = false;
   private fellBack = false;
   private granted = false;
-  private polls = 0;
+  private readonly polls = { count: 0 };
+  /** The waiter's releasesSeen before its latest try: a release after it that this wait did not win is handed on. */
+  private seenAtLastTry = 0;
 
   constructor(
     private readonly owner: AcquireWaits,
@@ -111,6 +113,7 @@ export class AcquireWait {
    */
   async attempt(tryAcquire: () => Promise<TryAcquireResult>): Promise<TryAcquireResult | null> {
     const seen = this.waiter.releasesSeen;
+    this.seenAtLastTry = seen;
     try {
       const result = await tryAcquire();
       if (result.kind === 'granted' || result.kind === 'held') this.owner.accepted(this.req.session);
@@ -120,7 +123,7 @@ export class AcquireWait {
         if (this.waited && error instanceof NotLeaderError) this.end('deadline');
         throw error;
       }
-      const outcome = await this.deps.poller.delay({ waiter: this.waiter, releasesSeen: seen, polls: this.polls++, remaining: this.remaining, signal: this.abort });
+      const outcome = await this.deps.poller.delay({ waiter: this.waiter, releasesSeen: seen, polls: this.polls, deadline: this.deadline, signal: this.abort });
       this.answerInterruption(outcome);
       return null;
     }
@@ -164,8 +167,8 @@ export class AcquireWait {
       waiter: this.waiter,
       releasesSeen,
       ...(observedRevision !== undefined ? { observedRevision } : {}),
-      polls: this.polls++,
-      remaining: this.remaining,
+      polls: this.polls,
+      deadline: this.deadline,
       signal: this.abort,
       fellBack: this.fellBack,
     });
@@ -180,9 +183,9 @@ export class AcquireWait {
   /** However it ended: leaves the registry, passes on a release it did not win, ends its record. */
   close(): void {
     this.deps.waiters.unregister(this.waiter);
-    // Woken by a release it did not win and leaving (deadline, abort): the release may still be
-    // unclaimed, so the next waiter in line gets it rather than its recheck timer.
-    if (!this.granted && this.waiter.woken) this.deps.waiters.keyReleased(this.req.key);
+    // Told of a release after its last try and leaving without the key (deadline, abort, refusal):
+    // the release may still be unclaimed, so the next waiter in line gets it rather than its recheck timer.
+    if (!this.granted && (this.waiter.woken || this.waiter.releasesSeen > this.seenAtLastTry)) this.deps.waiters.keyReleased(this.req.key);
     // Not awaited: the answer need not wait for the bookkeeping.
     if (this.waiter.recordedInStore) this.deps.records?.end(this.waiter.waitId);
   }

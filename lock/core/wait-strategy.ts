@@ -23,9 +23,10 @@ export interface Park {
   releasesSeen: number;
   /** From the failed try, when the store reports one (etcd's header revision). */
   observedRevision?: string;
-  /** Polls this wait has made so far (the backoff's step). */
-  polls: number;
-  remaining: number;
+  /** Polls this wait has made so far (the backoff's step); the poller counts each poll it makes. */
+  polls: { count: number };
+  /** When the wait's budget ends (clock epoch ms); what remains is read when each mechanism starts. */
+  deadline: number;
   signal: AbortSignal;
   /** This wait already fell back to polling: it keeps polling. */
   fellBack: boolean;
@@ -63,9 +64,15 @@ export interface PollOptions {
 export class Poller {
   constructor(private readonly options: PollOptions) {}
 
-  async delay(park: Pick<Park, 'waiter' | 'releasesSeen' | 'polls' | 'remaining' | 'signal'>): Promise<WaitOutcome> {
-    const { waiter, releasesSeen, polls, remaining, signal } = park;
+  remaining(deadline: number): number {
+    return deadline - this.options.clock.now();
+  }
+
+  async delay(park: Pick<Park, 'waiter' | 'releasesSeen' | 'polls' | 'deadline' | 'signal'>): Promise<WaitOutcome> {
+    const { waiter, releasesSeen, signal } = park;
+    const remaining = this.remaining(park.deadline);
     if (remaining <= 0) return 'deadline';
+    const polls = park.polls.count++;
     const cap = Math.min(this.options.maxMillis, this.options.baseMillis * 2 ** Math.min(polls, 20));
     const delay = Math.min(remaining, POLL_FLOOR_MILLIS + Math.floor(this.options.random() * (cap + 1)));
     const released = await parkedUntil(this.options.clock, waiter, releasesSeen, delay, signal);
@@ -119,7 +126,7 @@ class ReleaseWatchWait implements WaitStrategy {
       key: park.waiter.key,
       sessionId: park.waiter.sessionId,
       ...(park.observedRevision !== undefined ? { observedRevision: park.observedRevision } : {}),
-      timeoutMillis: park.remaining,
+      timeoutMillis: this.poller.remaining(park.deadline),
       signal: park.signal,
     });
     if (wait.outcome !== 'fallback') return { outcome: wait.outcome };
@@ -177,12 +184,13 @@ class ReleaseFeedWait implements WaitStrategy {
       const outcome = await this.poller.delay(park);
       return park.fellBack ? { outcome } : { outcome, fellBackBecause: this.downCause };
     }
-    if (park.remaining <= 0) return { outcome: 'deadline' };
+    const remaining = this.poller.remaining(park.deadline);
+    if (remaining <= 0) return { outcome: 'deadline' };
     // Re-checks now and then in case a notification was missed.
-    const delay = Math.min(park.remaining, this.recheckMillis);
+    const delay = Math.min(remaining, this.recheckMillis);
     const released = await parkedUntil(this.clock, park.waiter, park.releasesSeen, delay, park.signal);
     if (park.signal.aborted) return { outcome: 'aborted' };
-    return { outcome: released || delay < park.remaining ? 'released' : 'deadline' };
+    return { outcome: released || delay < remaining ? 'released' : 'deadline' };
   }
 }
 

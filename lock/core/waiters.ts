@@ -81,7 +81,10 @@ export class WaiterRegistry {
   private readonly byKey = new Map<string, Set<Waiter>>();
   /** Admitted waiters only: everything that counts reads from here. */
   private readonly admittedByKey = new Map<string, Set<Waiter>>();
+  /** Admitted waiters by session (the per-session cap). */
   private readonly bySession = new Map<string, Set<Waiter>>();
+  /** Every waiter by session: a session that ends stops all of them, admitted or not (only its owner can end it). */
+  private readonly allBySession = new Map<string, Set<Waiter>>();
   private readonly byWaitId = new Map<string, Waiter>();
   private nextWait = 0;
 
@@ -91,6 +94,7 @@ export class WaiterRegistry {
   register(key: string, sessionId: string): Waiter {
     const waiter = new Waiter(`${this.waitIdPrefix}_${++this.nextWait}`, key, sessionId, null);
     addTo(this.byKey, key, waiter);
+    addTo(this.allBySession, sessionId, waiter);
     this.byWaitId.set(waiter.waitId, waiter);
     return waiter;
   }
@@ -127,6 +131,7 @@ export class WaiterRegistry {
     removeFrom(this.byKey, waiter.key, waiter);
     removeFrom(this.admittedByKey, waiter.key, waiter);
     removeFrom(this.bySession, waiter.sessionId, waiter);
+    removeFrom(this.allBySession, waiter.sessionId, waiter);
   }
 
   /** Every current wait on this instance, for the wait-for graph (GET /v1/admin/waits). */
@@ -161,16 +166,19 @@ export class WaiterRegistry {
     const waiters = this.byKey.get(key);
     if (!waiters || waiters.size === 0) return;
     let oldestParked: Waiter | undefined;
+    let oldestAdmitted: Waiter | undefined;
     for (const waiter of waiters) {
       if (waiter.woken) return waiter.notifyReleased();
       if (!oldestParked && waiter.parked) oldestParked = waiter;
+      if (!oldestAdmitted && waiter.admitted) oldestAdmitted = waiter;
     }
-    // If none is parked, the first one retries as soon as its try ends.
-    (oldestParked ?? waiters.values().next().value!).notifyReleased();
+    // If none is parked, the first one retries as soon as its try ends — an admitted one first: a
+    // request whose token is still unchecked may be refused and take the release with it.
+    (oldestParked ?? oldestAdmitted ?? waiters.values().next().value!).notifyReleased();
   }
 
   sessionEnded(sessionId: string): void {
-    for (const waiter of this.bySession.get(sessionId) ?? []) waiter.sessionEnded.abort(new Error('session ended'));
+    for (const waiter of this.allBySession.get(sessionId) ?? []) waiter.sessionEnded.abort(new Error('session ended'));
   }
 
   /**

@@ -131,8 +131,9 @@ describe.each(STORES)('C4 contract on %s', (storeName) => {
       return answer;
     };
 
-    // Session expiry by ttl first: the sweeper needs its TTL (1 s) to pass while the rest runs.
-    const lapsing = await open('owner-lapsing', 1000);
+    // Session expiry by ttl first: the sweeper needs its TTL to pass while the rest runs. 5 s, not the
+    // 1 s minimum: the acquire below must land while it lives on however busy a machine.
+    const lapsing = await open('owner-lapsing', 5_000);
     await acquire(key('lapsing'), { sessionId: lapsing }, 200, undefined, 'granted');
     ledger.add('lock_session_expired_total', { cause: 'ttl' });
 
@@ -320,7 +321,8 @@ describe('C4 contract: release-watch fallback', () => {
     const waiter = (await fallbackApi.openSession({ owner: 'waiter' })).body.sessionId as string;
     const k = 'contract/fallback';
     expectAnswer(await fallbackApi.acquire(k, { sessionId: holder }), 200);
-    expectAnswer(await fallbackApi.acquire(k, { sessionId: waiter, waitMillis: 200 }), 409, 'LOCK_CONTENDED');
+    // A budget far above a first try and a wait record on a busy machine: the wait must reach the (failing) watch.
+    expectAnswer(await fallbackApi.acquire(k, { sessionId: waiter, waitMillis: 3_000 }), 409, 'LOCK_CONTENDED');
     const after = await scrape(fallbackServer.url);
 
     const waits = deltasOf(before, after, 'lock_wait_seconds');

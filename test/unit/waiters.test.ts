@@ -124,9 +124,6 @@ test('a waiter not yet admitted (its session token unchecked) is woken by releas
   expect(registry.countForSession('victim')).toBe(0);
   expect(registry.snapshot()).toEqual([]);
   expect(registry.all()).toEqual([]);
-  // A session end names only admitted waits: the unchecked one is not aborted on its behalf.
-  registry.sessionEnded('victim');
-  expect(pending.sessionEnded.signal.aborted).toBe(false);
   const seen = pending.releasesSeen;
   registry.keyReleased('k');
   expect(pending.releasesSeen).toBe(seen + 1);
@@ -135,4 +132,16 @@ test('a waiter not yet admitted (its session token unchecked) is woken by releas
   registry.unregister(pending);
   registry.admit(pending); // admitting after it left does not bring it back
   expect(registry.total()).toBe(0);
+});
+
+test('a session that ends stops its waits whose first try is still under way, and a release goes to an admitted waiter first', () => {
+  const registry = new WaiterRegistry();
+  const trying = registry.register('k', 's1'); // not admitted yet: its first try is in flight
+  const unchecked = registry.register('k', 'forger');
+  const admittedWaiter = admitted(registry, 'k', 's2', 'holder');
+  registry.sessionEnded('s1');
+  expect(trying.sessionEnded.signal.aborted).toBe(true);
+  const seen = [unchecked.releasesSeen, admittedWaiter.releasesSeen];
+  registry.keyReleased('k'); // none parked: the admitted one, not the first registered, is told
+  expect([unchecked.releasesSeen, admittedWaiter.releasesSeen]).toEqual([seen[0], seen[1]! + 1]);
 });

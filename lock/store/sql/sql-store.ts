@@ -53,6 +53,8 @@ export interface SqlLockStoreOptions {
 export class SqlLockStore implements LockStore {
   /** The fleet-wide wait state and the release feed (sql-fleet.ts), with the store's error mapping. */
   readonly fleet: SqlFleet;
+  /** Releases announced after commit: the fleet's LISTEN on the channel the locks trigger notifies. */
+  readonly releaseFeed: ReleaseFeed;
   private readonly audit: SqlAudit;
   private readonly sessions: SqlSessions;
   private readonly grants: SqlGrants;
@@ -66,10 +68,7 @@ export class SqlLockStore implements LockStore {
     this.sessions = new SqlSessions(db, backend, this.audit);
     this.grants = new SqlGrants(db, backend, this.audit);
     this.fleet = new SqlFleet(guardedDatabase(db, backend));
-  }
-
-  get releaseFeed(): ReleaseFeed {
-    return this.fleet;
+    this.releaseFeed = this.fleet;
   }
 
   async init(): Promise<void> {
