@@ -129,14 +129,16 @@ describe.each(STORES)('lock API on %s', (storeName) => {
   });
 
   test('expiry: a silent session loses its locks; a new holder gets a higher token; the old one is LOCK_LOST / SESSION_NOT_FOUND', async () => {
-    const ttlMillis = 1000;
+    // 3 s: the grant below must land while the session lives, on however busy a machine (≥ 10× a quiet one's need).
+    const ttlMillis = 3000;
     const openedAt = Date.now();
     const old = await open({ ttlMillis });
     const key = freshKey('expiry');
     const grant = (await api.acquire(key, { sessionId: old.sessionId, ttlMillis: 30000 })).body;
+    expect(grant.fencingToken).toEqual(expect.any(String));
     const successor = await open();
-    // Taken over once the silent session lapsed: 1.0–1.2 s after its open here (2–3 s on etcd, whose leases
-    // last ≥ 2 s). The deadline is ≥ 10× that; it only tells "released" from "never".
+    // Taken over once the silent session lapsed: 3.0–3.2 s after its open here (a little later on etcd, whose
+    // leases are whole seconds). The deadline is ≥ 10× that; it only tells "released" from "never".
     const taken = await eventually(async () => {
       const answer = await api.acquire(key, { sessionId: successor.sessionId });
       return answer.status === 200 ? answer.body : undefined;
