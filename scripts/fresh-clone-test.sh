@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Issue 20's acceptance: the README's `npm test` from a fresh clone of this repository's HEAD, optionally
 # with one core kept busy for the whole run. Prints a summary (exit code, seconds, files, tests).
-# Usage: scripts/fresh-clone-test.sh N [quiet|busy]   (clone in /tmp/holdfast-clone-N, log in /tmp/holdfast-clone-N.log)
+# Usage: scripts/fresh-clone-test.sh N [quiet|busy] [COMMIT]   (clone in /tmp/holdfast-clone-N, log in /tmp/holdfast-clone-N.log)
+# COMMIT (default HEAD): runs in a row must test one commit, even if main moves meanwhile.
 set -uo pipefail
-n=${1:?usage: fresh-clone-test.sh N [quiet|busy]}; mode=${2:-quiet}
+n=${1:?usage: fresh-clone-test.sh N [quiet|busy] [COMMIT]}; mode=${2:-quiet}; commit=${3:-}
 repo=$(cd "$(dirname "$0")/.." && pwd)
 dir=/tmp/holdfast-clone-$n; log=/tmp/holdfast-clone-$n.log
 rm -rf "$dir"; git clone -q "$repo" "$dir"; cd "$dir" || exit 1
+if [ -n "$commit" ]; then git checkout -q --detach "$commit" || exit 1; fi
 busy_pid=""
 if [ "$mode" = busy ]; then
   # Bounded: the loop ends by itself after an hour, and is killed when the run ends.
