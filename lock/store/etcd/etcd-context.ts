@@ -8,6 +8,7 @@ import type { Etcd3, IKeyValue } from 'etcd3';
 import type { Page } from '../../../contract/records.js';
 import { isUnavailable, notLeader, range, readTxn } from './etcd-client.js';
 import type { KeyLayout } from './keys.js';
+import { KeyReadBatcher } from './key-read-batcher.js';
 import { SharedKeepAlive } from './keep-alive-stream.js';
 import { deleteOp, getOp, modRevisionIs, prefixRange, rangeResult } from './ops.js';
 import { decodeSession, type SessionRow } from './records.js';
@@ -28,6 +29,8 @@ export class EtcdContext {
   readonly sessions = new SessionCache();
   /** Every session's keep-alives on one stream of the shared client. */
   readonly keepAlives = new SharedKeepAlive(() => this.etcd());
+  /** Single-key reads of one turn as one read txn (liveness checks, heartbeats). */
+  readonly pointReads = new KeyReadBatcher(() => this.etcd());
 
   constructor(
     readonly keys: KeyLayout,
@@ -88,8 +91,7 @@ export class EtcdContext {
 
   /** Whether that incarnation of the session is live now: its leased key exists with that create revision. */
   async sessionIncarnationLive(sessionId: string, createRevision: string): Promise<boolean> {
-    const response = await range(this.etcd(), { key: this.keys.session(sessionId), keys_only: true });
-    const kv = response.kvs[0];
+    const kv = await this.pointReads.read(this.keys.session(sessionId));
     return kv !== undefined && String(kv.create_revision) === createRevision;
   }
 

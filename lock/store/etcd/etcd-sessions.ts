@@ -8,6 +8,7 @@ import type { ICompare, IRequestOp } from 'etcd3';
 import { NotLeaderError } from '../../errors.js';
 import type { Page, SessionInfo } from '../../../contract/records.js';
 import type {
+  OpenSessionRequest,
   AuditDraft,
   CloseSessionResult,
   EndedSession,
@@ -22,7 +23,7 @@ import { decodeCursor, encodeCursor } from './cursors.js';
 import { range, readTxn } from './etcd-client.js';
 import type { EtcdAudit } from './etcd-audit.js';
 import { MAX_DECISIONS, type EtcdContext } from './etcd-context.js';
-import { grantLease, leaseTtlSeconds, revokeLease } from './leases.js';
+import { grantLease, leaseTimeToLive, leaseTtlSeconds, revokeLease } from './leases.js';
 import {
   createRevisionIs,
   deleteOp,
@@ -55,7 +56,7 @@ export class EtcdSessions {
     private readonly audit: EtcdAudit,
   ) {}
 
-  async openSession(req: { sessionId: string; owner: string; ttlMillis: number; tokenHash: string }): Promise<SessionRecord> {
+  async openSession(req: OpenSessionRequest): Promise<SessionRecord> {
     const client = this.ctx.etcd();
     const leaseId = await this.ctx.write(() => grantLease(client, leaseTtlSeconds(req.ttlMillis)));
     const now = this.ctx.clock();
@@ -68,6 +69,7 @@ export class EtcdSessions {
       expiresAt: now + req.ttlMillis,
       tokenHash: req.tokenHash,
       leaseId,
+      ...(req.openedBy !== undefined ? { openedBy: req.openedBy } : {}),
     };
     const key = this.ctx.keys.session(req.sessionId);
     const recordKey = this.ctx.keys.sessionRecord(req.sessionId);
@@ -94,45 +96,34 @@ export class EtcdSessions {
     return toSessionRecord(stored);
   }
 
+  /**
+   * Lease-only: a keep-alive on the shared stream and one coalesced read of the liveness key,
+   * no write. The session's expiry is its lease's (reads derive it from the lease), so nothing
+   * else needs rewriting. The read comes after the keep-alive because a close deletes the
+   * liveness key before it revokes the lease: a key still there after the lease was renewed
+   * means the session was live when the heartbeat landed.
+   */
   async heartbeat(credential: SessionCredential): Promise<HeartbeatResult> {
-    const client = this.ctx.etcd();
-    const key = this.ctx.keys.session(credential.sessionId);
     let row = await this.ctx.knownSession(credential.sessionId);
-    for (let decision = 0; decision < MAX_DECISIONS; decision += 1) {
-      if (!row) return { kind: 'session_not_found' };
-      if (row.session.tokenHash !== credential.tokenHash) return { kind: 'unauthenticated' };
-      const leaseId = row.session.leaseId;
-      // etcd refuses to renew a lease that has run out, even one not yet revoked: a lapsed session stays lapsed.
-      const remaining = await this.ctx.write(() => this.ctx.keepAlives.keepAlive(leaseId));
-      const now = this.ctx.clock();
-      const next: StoredSession = { ...row.session, lastHeartbeatAt: now, expiresAt: now + row.session.ttlMillis };
-      const current: SessionRow = row;
-      const response = await this.ctx.write(() =>
-        client.kv.txn({
-          // Only the incarnation whose hash was checked; the record follows for advisory reporting.
-          compare: [createRevisionIs(key, current.createRevision)],
-          success: remaining > 0 ? [putOp(key, encode(next), leaseId), putOp(this.ctx.keys.sessionRecord(credential.sessionId), encode(next))] : [],
-          failure: [getOp(key)],
-        }),
-      );
-      if (response.succeeded && remaining > 0) {
-        this.ctx.sessions.remember({ session: next, createRevision: current.createRevision, modRevision: response.header.revision });
-        return { kind: 'alive', session: toSessionRecord(next) };
-      }
-      const fresh = response.succeeded ? undefined : rangeResult(response, 0);
-      if (!fresh) {
-        this.ctx.sessions.forget(credential.sessionId);
-        return { kind: 'session_not_found' };
-      }
-      row = decodeSession(fresh); // another incarnation under this id: check its hash
-      this.ctx.sessions.remember(row);
+    // A cached row whose hash differs may be a stale incarnation: decide on a fresh read.
+    if (row && row.session.tokenHash !== credential.tokenHash) row = await this.ctx.readLiveSession(credential.sessionId);
+    if (!row) return { kind: 'session_not_found' };
+    if (row.session.tokenHash !== credential.tokenHash) return { kind: 'unauthenticated' };
+    const current = row;
+    // etcd refuses to renew a lease that has run out, even one not yet revoked: a lapsed session stays lapsed.
+    const remaining = await this.ctx.write(() => this.ctx.keepAlives.keepAlive(current.session.leaseId));
+    const live = remaining > 0 && (await this.ctx.sessionIncarnationLive(credential.sessionId, current.createRevision));
+    if (!live) {
+      this.ctx.sessions.forget(credential.sessionId);
+      return { kind: 'session_not_found' };
     }
-    throw new NotLeaderError(`heartbeat of ${credential.sessionId} kept racing other writers`);
+    const now = this.ctx.clock();
+    return { kind: 'alive', session: toSessionRecord({ ...current.session, lastHeartbeatAt: now, expiresAt: now + current.session.ttlMillis }) };
   }
 
   async getSession(sessionId: string): Promise<SessionRecord | null> {
     const row = await this.ctx.readLiveSession(sessionId);
-    return row ? toSessionRecord(row.session) : null;
+    return row ? this.asOfLease(row.session) : null;
   }
 
   async closeSession(credential: SessionCredential): Promise<CloseSessionResult> {
@@ -198,7 +189,7 @@ export class EtcdSessions {
         const named = records.kvs.map((kv) => ({ kv, key: this.ctx.keys.lockRecordOf(kv.key)?.key })).filter((r) => r.key !== undefined);
         const liveKeys = await this.ctx.readKeys(named.map((r) => this.ctx.keys.lock(r.key!)));
         const lockCount = named.filter((r, index) => String(liveKeys[index]?.create_revision ?? '0') === String(r.kv.create_revision)).length;
-        return { ...toSessionRecord(row.session), lockCount };
+        return { ...(await this.asOfLease(row.session)), lockCount };
       }),
     );
     return { items, nextCursor: encodeCursor(page.nextCursor) };
@@ -246,6 +237,19 @@ export class EtcdSessions {
       cause,
       releasedLocks: state.liveLocks.map(({ record }) => ({ ...record.lock, endedAt })),
     };
+  }
+
+  /**
+   * The session as its lease tells it: heartbeats renew only the lease, so the last heartbeat
+   * and the expiry are read from it (whole seconds, etcd's granularity); the stored instants
+   * are the open's. A lease already gone reports the stored instants.
+   */
+  private async asOfLease(session: StoredSession): Promise<SessionRecord> {
+    const lease = await leaseTimeToLive(this.ctx.etcd(), session.leaseId);
+    if (!lease) return toSessionRecord(session);
+    const now = this.ctx.clock();
+    const expiresAt = now + lease.remainingSeconds * 1000;
+    return toSessionRecord({ ...session, lastHeartbeatAt: expiresAt - lease.grantedSeconds * 1000, expiresAt });
   }
 
   /** The session's record, liveness key and grants, as one consistent read (plus the grants' liveness keys). */

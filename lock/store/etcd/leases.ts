@@ -29,6 +29,12 @@ export async function revokeLease(client: Etcd3, leaseId: string): Promise<void>
   }
 }
 
+/** A lease's remaining and granted life in whole seconds; null once it is gone. */
+export async function leaseTimeToLive(client: Etcd3, leaseId: string): Promise<{ remainingSeconds: number; grantedSeconds: number } | null> {
+  const response = await client.leaseClient.leaseTimeToLive({ ID: leaseId });
+  const remainingSeconds = Number(response.TTL);
+  return remainingSeconds > 0 ? { remainingSeconds, grantedSeconds: Number(response.grantedTTL) } : null;
+}
 
 /**
  * How long a pooled grant lease may be handed out after it was requested. A

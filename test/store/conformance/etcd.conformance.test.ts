@@ -10,6 +10,7 @@ describeStoreConformance('etcd', async () => {
   await store.init();
   return {
     store,
+    sessionExpiryGranularityMillis: 1000,
     cleanup: async () => {
       await store.close();
       await etcd.stop();
