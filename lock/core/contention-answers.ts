@@ -12,7 +12,15 @@ import type { LockInsight } from './insight.js';
 export interface Contender {
   key: string;
   sessionId: string;
+  /** Whose fair share of the shared budget the attempt spends (session-principals.ts). */
+  principal?: string;
 }
+
+const SPENT: Record<'session' | 'shared' | 'client', string> = {
+  session: "this session's contention budget is spent; back off and retry",
+  shared: 'the shared contention budget is spent; back off and retry',
+  client: "this client's fair share of the shared contention budget is spent (other clients contend too); back off and retry",
+};
 
 export class ContentionAnswers {
   constructor(
@@ -23,13 +31,10 @@ export class ContentionAnswers {
     readonly maxWaitsPerSession: number,
   ) {}
 
-  /** Charges the contended attempt to both budgets, or refuses with 429 if either is spent. */
+  /** Charges the contended attempt to the session's budget and its principal's share, or refuses with 429 if either is spent. */
   contended(who: Contender, holder: HeldLock | null, ctx: EventContext): LockContendedError | ContentionExceededError {
-    const verdict = this.budget.charge(who.sessionId);
-    if (!verdict.ok) {
-      const whose = verdict.scope === 'session' ? "this session's" : 'the shared';
-      return this.exceeded(who, holder, ctx, `${whose} contention budget is spent; back off and retry`, verdict.retryAfterSeconds);
-    }
+    const verdict = this.budget.charge(who.sessionId, who.principal);
+    if (!verdict.ok) return this.exceeded(who, holder, ctx, SPENT[verdict.scope], verdict.retryAfterSeconds);
     this.count(who, holder, ctx, 'contended');
     return new LockContendedError(who.key, holder?.sessionId);
   }

@@ -18,6 +18,7 @@ import { FleetCoordinator, type FleetOptions } from './fleet.js';
 import { healthCheckedStore } from './health-checked-store.js';
 import { LockInsight, type ContendedKey, type LockInsightOptions } from './insight.js';
 import { LockReads } from './lock-reads.js';
+import { SessionPrincipals } from './session-principals.js';
 import { refused, Sessions, type KillOutcome, type SessionView } from './sessions.js';
 import { DEFAULT_STORE_HEALTH, StoreHealth, type StoreHealthOptions } from './store-health.js';
 import { WaitRecords } from './wait-records.js';
@@ -72,6 +73,7 @@ export class LockService {
   private readonly records: WaitRecords | null;
   private readonly sessions: Sessions;
   private readonly reads: LockReads;
+  private readonly principals: SessionPrincipals;
 
   constructor(
     rawStore: LockStore,
@@ -118,7 +120,9 @@ export class LockService {
     this.records = store.fleet && this.fleet ? new WaitRecords(store.fleet, this.fleet.instanceId, this.storeHealth) : null;
     const { waiters, strategy, records, contention } = this;
     this.waits = new AcquireWaits({ clock, waiters, strategy, poller, records, contention, events, insight });
-    this.sessions = new Sessions({ store, events, health: this.storeHealth, waiters, waits: this.waits, budget, insight, records });
+    this.principals = new SessionPrincipals(store);
+    const { principals } = this;
+    this.sessions = new Sessions({ store, events, health: this.storeHealth, waiters, waits: this.waits, budget, principals, insight, records });
     this.reads = new LockReads(store, waiters, insight, this.fleet);
   }
 
@@ -154,7 +158,7 @@ export class LockService {
 
   // ---- sessions (sessions.ts) -----------------------------------------------
 
-  openSession(input: { ttlMillis: number; owner: string }, ctx: EventContext): Promise<SessionView> {
+  openSession(input: { ttlMillis: number; owner: string; openedBy?: string }, ctx: EventContext): Promise<SessionView> {
     return this.sessions.open(input, ctx);
   }
 
@@ -203,7 +207,7 @@ export class LockService {
       const result = await this.store.tryAcquire(attempt);
       if (result.kind === 'granted') return this.granted(result.grant, result.owner, result.existing, 0, ctx);
       if (result.kind !== 'held') throw refused(result, who.sessionId);
-      throw this.contention.contended(who, result.holder, ctx);
+      throw await this.contended(who, result.holder, ctx);
     }
     const wait = await this.waits.open(req, ctx, signal);
     try {
@@ -218,7 +222,7 @@ export class LockService {
         if (await wait.record()) continue;
         if (wait.remaining <= 0) {
           wait.gaveUp();
-          throw this.contention.contended(who, result.holder, ctx);
+          throw await this.contended(who, result.holder, ctx);
         }
         await wait.park(seen, result.observedRevision);
       }
@@ -369,6 +373,11 @@ export class LockService {
   }
 
   // ---- internals ----------------------------------------------------------
+
+  /** A contended attempt, charged to the session and its principal's fair share (the store has checked the token). */
+  private async contended(who: { key: string; sessionId: string }, holder: HeldLock | null, ctx: EventContext) {
+    return this.contention.contended({ ...who, principal: await this.principals.of(who.sessionId) }, holder, ctx);
+  }
 
   private granted(grant: LockGrant, owner: string, existing: boolean, waitedMillis: number, ctx: EventContext): LockGrant {
     if (!existing) {

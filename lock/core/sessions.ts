@@ -10,6 +10,7 @@ import type { EndedSession, HeartbeatResult, LockStore, SessionCredential, Sessi
 import type { AcquireWaits } from './acquire-wait.js';
 import type { ContentionBudget } from './contention-budget.js';
 import type { GrantEnd, LockInsight } from './insight.js';
+import type { SessionPrincipals } from './session-principals.js';
 import { hashSessionToken, newSessionToken } from './session-token.js';
 import type { StoreHealth } from './store-health.js';
 import type { WaitRecords } from './wait-records.js';
@@ -38,6 +39,7 @@ export interface SessionDeps {
   waiters: WaiterRegistry;
   waits: AcquireWaits;
   budget: ContentionBudget;
+  principals: SessionPrincipals;
   insight: LockInsight;
   records: WaitRecords | null;
 }
@@ -45,14 +47,17 @@ export interface SessionDeps {
 export class Sessions {
   constructor(private readonly deps: SessionDeps) {}
 
-  async open(input: { ttlMillis: number; owner: string }, ctx: EventContext): Promise<SessionView> {
+  /** `openedBy`: the name of the client token the caller presented, when the server needs one. */
+  async open(input: { ttlMillis: number; owner: string; openedBy?: string }, ctx: EventContext): Promise<SessionView> {
     const sessionToken = newSessionToken();
     const session = await this.deps.store.openSession({
       sessionId: newSessionId(),
       owner: input.owner,
       ttlMillis: input.ttlMillis,
       tokenHash: hashSessionToken(sessionToken),
+      ...(input.openedBy !== undefined ? { openedBy: input.openedBy } : {}),
     });
+    this.deps.principals.remember(session);
     this.deps.events.sessionOpened(ctx, { sessionId: session.sessionId, owner: session.owner, ttlMillis: session.ttlMillis });
     return { sessionId: session.sessionId, sessionToken, owner: session.owner, ttlMillis: session.ttlMillis, expiresAt: session.expiresAt };
   }
@@ -132,6 +137,7 @@ export class Sessions {
     waiters.sessionEnded(session.sessionId);
     waits.sessionEnded(session.sessionId);
     budget.forget(session.sessionId);
+    this.deps.principals.forget(session.sessionId);
     events.sessionEnded(ctx, { sessionId: session.sessionId, owner: session.owner, cause, releasedLocks: ended.releasedLocks });
     for (const lock of ended.releasedLocks) {
       insight.ended(lock, { outcome: 'session_ended', cause: LOCK_EXPIRY_CAUSE_OF_SESSION_END[cause], ...killedBy });

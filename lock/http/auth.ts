@@ -16,7 +16,9 @@ export function registerAuth(app: HttpApp, tokens: AdminTokens): void {
     if (clientGate && tokens.clientsRequired) {
       const presented = bearerOf(request);
       if (presented === undefined) throw new UnauthenticatedError('this server needs Authorization: Bearer <client token>');
-      if (!tokens.identify(presented)) throw new UnauthenticatedError('unknown client token');
+      const identity = tokens.identify(presented);
+      if (!identity) throw new UnauthenticatedError('unknown client token');
+      request.clientTokenName = identity.name;
       return;
     }
     if (!role) return;

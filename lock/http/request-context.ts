@@ -15,6 +15,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     errorCode?: string;
     clientGone?: boolean;
+    /** L1/L7 on a server that needs client tokens: the presented token's name (its session remembers it). */
+    clientTokenName?: string;
     /** The admin token's identity (never a client token: those are 403 on admin routes). */
     admin?: AdminIdentity & { role: AdminRole };
     /** Span, metric and exemplar of an L4/L5/L6 request. */

@@ -7,7 +7,14 @@ import { SESSION_TTL_MILLIS } from '../../contract/wire-rules.js';
 export function registerSessionRoutes(app: HttpApp, service: LockService): void {
   app.post('/v1/sessions', { schema: routeSchemas.openSession, config: { clientGate: true } }, async (request, reply) => {
     const body = bodyOf<{ ttlMillis?: number; owner?: string }>(request);
-    const session = await service.openSession({ ttlMillis: body.ttlMillis ?? SESSION_TTL_MILLIS.default, owner: body.owner ?? '' }, eventContext(request));
+    const session = await service.openSession(
+      {
+        ttlMillis: body.ttlMillis ?? SESSION_TTL_MILLIS.default,
+        owner: body.owner ?? '',
+        ...(request.clientTokenName !== undefined ? { openedBy: request.clientTokenName } : {}),
+      },
+      eventContext(request),
+    );
     return reply.code(201).send(session);
   });
 

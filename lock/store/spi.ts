@@ -59,6 +59,21 @@ export interface SessionRecord {
   createdAt: number;
   lastHeartbeatAt: number;
   expiresAt: number;
+  /**
+   * The name of the token the session was opened with (the tokens file's entry), absent when
+   * the server needs no client token. Core splits the shared contention budget by it; never on
+   * the wire.
+   */
+  openedBy?: string;
+}
+
+export interface OpenSessionRequest {
+  sessionId: string;
+  owner: string;
+  ttlMillis: number;
+  tokenHash: string;
+  /** Kept with the session and returned by every read of it (SessionRecord.openedBy). */
+  openedBy?: string;
 }
 
 /**
@@ -165,7 +180,7 @@ export interface LockStore {
   ping(): Promise<void>;
 
   /** The store stamps createdAt/lastHeartbeatAt/expiresAt with its own clock. */
-  openSession(req: { sessionId: string; owner: string; ttlMillis: number; tokenHash: string }): Promise<SessionRecord>;
+  openSession(req: OpenSessionRequest): Promise<SessionRecord>;
   /** Extends a live session by its TTL from the store's now. */
   heartbeat(credential: SessionCredential): Promise<HeartbeatResult>;
   /** A live session (admin views); null when unknown or lapsed. */

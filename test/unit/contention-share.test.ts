@@ -57,3 +57,43 @@ describe('shared contention cap divided by live instances', () => {
     expect(budget.remaining('s')).toBe(4);
   });
 });
+
+describe('fair shares of the shared budget per principal (issue 24, item 11)', () => {
+  const config = { perSessionPerSecond: 1000, perSessionBurst: 1000, sharedPerSecond: 100, sharedBurst: 200 };
+
+  /** Attempts a principal gets through from fresh sessions before its share refuses one. */
+  function spend(budget: ContentionBudget, principal: string, sessions = 1000): number {
+    let n = 0;
+    while (n < sessions && budget.charge(`${principal}-session-${n}`, principal).ok) n++;
+    return n;
+  }
+
+  it('one client with many sessions cannot spend what another client is owed', () => {
+    const clock = manualClock();
+    const budget = new ContentionBudget(config, clock);
+    // Alone, a client has the whole shared budget, spread over as many sessions as it likes.
+    expect(spend(budget, 'token:batch')).toBe(200);
+    // A second client arrives: it still gets its share, and is told nothing about the first.
+    expect(budget.charge('web-1', 'token:web')).toEqual({ ok: true });
+    expect(spend(budget, 'token:web') + 1).toBe(100);
+    // The greedy client is refused as a client (its share), not as everyone (the shared budget).
+    expect(budget.charge('batch-more', 'token:batch')).toMatchObject({ ok: false, scope: 'client' });
+    clock.advance(1000); // 100/s shared by two: 50 each
+    expect(spend(budget, 'token:batch')).toBe(50);
+    expect(spend(budget, 'token:web')).toBe(50);
+  });
+
+  it('a client that stops contending gives its share back once idle', () => {
+    const clock = manualClock();
+    const budget = new ContentionBudget(config, clock);
+    budget.charge('a-1', 'token:a');
+    budget.charge('b-1', 'token:b');
+    expect(budget.contendingPrincipals).toBe(2);
+    clock.advance(10_000);
+    budget.charge('a-2', 'token:a'); // a keeps contending
+    budget.prune();
+    expect(budget.contendingPrincipals).toBe(1);
+    clock.advance(2_000); // refilled at the whole rate again
+    expect(spend(budget, 'token:a')).toBe(200);
+  });
+});

@@ -33,6 +33,7 @@
 import { createAuditSealer, type AuditSealer } from '../../audit/chain.js';
 import type { AuditEntry, BackendName, FencingToken, Page, SessionInfo } from '../../../contract/records.js';
 import type {
+  OpenSessionRequest,
   AuditDraft,
   AuditHead,
   AuditQuery,
@@ -163,7 +164,7 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
 
   // ---------------------------------------------------------------- sessions (etcd-sessions.ts)
 
-  openSession(req: { sessionId: string; owner: string; ttlMillis: number; tokenHash: string }): Promise<SessionRecord> {
+  openSession(req: OpenSessionRequest): Promise<SessionRecord> {
     return this.sessions.openSession(req);
   }
 

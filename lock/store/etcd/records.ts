@@ -94,5 +94,6 @@ export function toSessionRecord(stored: StoredSession): SessionRecord {
     createdAt: stored.createdAt,
     lastHeartbeatAt: stored.lastHeartbeatAt,
     expiresAt: stored.expiresAt,
+    ...(stored.openedBy !== undefined ? { openedBy: stored.openedBy } : {}),
   };
 }

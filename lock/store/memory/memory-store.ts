@@ -11,6 +11,7 @@
 import { createAuditSealer, GENESIS_HASH, type AuditSealer } from '../../audit/chain.js';
 import type { AuditEntry, BackendName, FencingToken, Page, SessionEndCause, SessionInfo } from '../../../contract/records.js';
 import type {
+  OpenSessionRequest,
   AuditDraft,
   AuditHead,
   AuditQuery,
@@ -66,7 +67,7 @@ export class MemoryLockStore implements LockStore {
 
   // ---- sessions -----------------------------------------------------------
 
-  async openSession(req: { sessionId: string; owner: string; ttlMillis: number; tokenHash: string }): Promise<SessionRecord> {
+  async openSession(req: OpenSessionRequest): Promise<SessionRecord> {
     const now = this.now();
     const session: StoredSession = { ...req, createdAt: now, lastHeartbeatAt: now, expiresAt: now + req.ttlMillis };
     this.sessions.set(req.sessionId, session);

@@ -302,6 +302,12 @@ const MIGRATIONS: readonly ({ version: number } & ({ sql: string } | { statement
        $$`,
     ],
   },
+  {
+    version: 5,
+    // Expand only: a release that does not know the column leaves it NULL, as for sessions opened
+    // without a client token.
+    statements: [`ALTER TABLE holdfast_sessions ADD COLUMN opened_by text`],
+  },
 ];
 
 export async function migrate(db: SqlDatabase): Promise<void> {

@@ -9,7 +9,7 @@ import type { Row } from './queryable.js';
 
 export const LOCK_COLUMNS = `key, session_id, owner, fencing_token::text AS fencing_token, ttl_millis, granted_at, expires_at`;
 export const QUALIFIED_LOCK_COLUMNS = `l.key, l.session_id, l.owner, l.fencing_token::text AS fencing_token, l.ttl_millis, l.granted_at, l.expires_at`;
-export const SESSION_COLUMNS = `session_id, owner, ttl_millis, created_at, last_heartbeat_at, expires_at`;
+export const SESSION_COLUMNS = `session_id, owner, ttl_millis, created_at, last_heartbeat_at, expires_at, opened_by`;
 export const AUDIT_COLUMNS = `id::text AS id, at, actor, action, target, fencing_token::text AS fencing_token, reason, outcome, request_id, prev_hash, hash`;
 /**
  * The database clock, read once per statement. An uncorrelated sub-select is an InitPlan:
@@ -37,6 +37,7 @@ export function toSession(r: Row): SessionRecord {
     createdAt: Number(r.created_at),
     lastHeartbeatAt: Number(r.last_heartbeat_at),
     expiresAt: Number(r.expires_at),
+    ...(r.opened_by !== null && r.opened_by !== undefined ? { openedBy: String(r.opened_by) } : {}),
   };
 }
 

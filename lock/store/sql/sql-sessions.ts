@@ -7,6 +7,7 @@ import type { BackendName, Page, SessionEndCause, SessionInfo } from '../../../c
 import { NotLeaderError } from '../../errors.js';
 import type {
   AuditDraft,
+  OpenSessionRequest,
   CloseSessionResult,
   EndedLock,
   EndedSession,
@@ -23,13 +24,6 @@ import type { SqlAudit } from './sql-audit.js';
 import { guardSql } from './sql-errors.js';
 import { DB_NOW, LOCK_COLUMNS, prefixed, SESSION_COLUMNS, toEndedLock, toSession } from './sql-rows.js';
 import { StatementBatcher } from './statement-batcher.js';
-
-interface OpenSessionRequest {
-  sessionId: string;
-  owner: string;
-  ttlMillis: number;
-  tokenHash: string;
-}
 
 export class SqlSessions {
   // Group commit for the steady load: at most two heartbeat (and two open) statements in flight,
@@ -53,12 +47,18 @@ export class SqlSessions {
       this.guard(() =>
         this.db.query(
           `WITH n AS (SELECT holdfast_now_ms() AS now)
-           INSERT INTO holdfast_sessions (${SESSION_COLUMNS}, token_hash)
-           SELECT r.sid, r.owner, r.ttl, n.now, n.now, n.now + r.ttl, r.hash
-           FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[]) AS r(sid, owner, ttl, hash), n
+           INSERT INTO holdfast_sessions (session_id, owner, ttl_millis, created_at, last_heartbeat_at, expires_at, token_hash, opened_by)
+           SELECT r.sid, r.owner, r.ttl, n.now, n.now, n.now + r.ttl, r.hash, r.opened_by
+           FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[], $5::text[]) AS r(sid, owner, ttl, hash, opened_by), n
            ORDER BY r.sid
            RETURNING ${SESSION_COLUMNS}`,
-          [requests.map((r) => r.sessionId), requests.map((r) => r.owner), requests.map((r) => r.ttlMillis), requests.map((r) => r.tokenHash)],
+          [
+            requests.map((r) => r.sessionId),
+            requests.map((r) => r.owner),
+            requests.map((r) => r.ttlMillis),
+            requests.map((r) => r.tokenHash),
+            requests.map((r) => r.openedBy ?? null),
+          ],
         ),
       );
     if (batch.length === 1) return [toSession((await insert(batch))[0]!)];

@@ -15,6 +15,7 @@ import { createAuditSealer, type AuditSealer } from '../../audit/chain.js';
 import { NotLeaderError } from '../../errors.js';
 import type { AuditEntry, BackendName, FencingToken, Page, SessionInfo } from '../../../contract/records.js';
 import type {
+  OpenSessionRequest,
   AuditDraft,
   AuditHead,
   AuditQuery,
@@ -89,7 +90,7 @@ export class SqlLockStore implements LockStore {
 
   // ---- sessions (sql-sessions.ts) -------------------------------------------
 
-  openSession(req: { sessionId: string; owner: string; ttlMillis: number; tokenHash: string }): Promise<SessionRecord> {
+  openSession(req: OpenSessionRequest): Promise<SessionRecord> {
     return this.sessions.openSession(req);
   }
 
