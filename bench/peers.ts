@@ -28,7 +28,7 @@ import { startSystems } from './lib/peers/setup.js';
 import type { CellMode, PeerSystem } from './lib/peers/system.js';
 
 const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));
-const KNOBS = ['BENCH_SECONDS', 'BENCH_WARMUP_SECONDS', 'BENCH_CONCURRENCY', 'BENCH_HOT_WORKERS', 'BENCH_HOT_KEYS', 'BENCH_WAIT_MILLIS', 'PEERS_SYSTEMS', 'PEERS_ETCD_BACKOFF_MS'];
+const KNOBS = ['BENCH_SECONDS', 'BENCH_WARMUP_SECONDS', 'BENCH_CONCURRENCY', 'BENCH_HOT_WORKERS', 'BENCH_HOT_KEYS', 'BENCH_WAIT_MILLIS', 'PEERS_SYSTEMS', 'PEERS_ETCD_BACKOFF_MS', 'PEERS_ETCD_DATA_ROOT'];
 
 const settings = peersSettings();
 const loadAverage = () => os.loadavg().map((v) => Number(v.toFixed(2))) as [number, number, number];

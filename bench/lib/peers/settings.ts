@@ -9,7 +9,10 @@
  *   BENCH_WAIT_MILLIS (5000)     how long one contended acquire may wait or retry, on every system
  *   PEERS_SYSTEMS (all)          comma-separated ids to run only some rows (writes results/partial/)
  *   PEERS_ETCD_BACKOFF_MS (5,100) etcd3 recipe's retry backoff: first window, cap (full jitter)
+ *   PEERS_ETCD_DATA_ROOT (the OS temp dir, on disk here) where both etcd members keep their data;
+ *                                 /dev/shm reproduces the tests' tmpfs etcd, whose fsync is free
  */
+import { tmpdir } from 'node:os';
 import type { Backoff } from './etcd-recipe.js';
 import type { SystemId } from './system.js';
 
@@ -33,6 +36,7 @@ export interface PeersSettings {
   /** True when PEERS_SYSTEMS picked some rows: the committed tables are left alone. */
   partial: boolean;
   etcdBackoff: Backoff;
+  etcdDataRoot: string;
 }
 
 type Env = Record<string, string | undefined>;
@@ -84,5 +88,6 @@ export function peersSettings(env: Env = process.env): PeersSettings {
     systems,
     partial: picked !== undefined && picked !== '' && systems.length < ALL_SYSTEMS.length,
     etcdBackoff: { baseMillis, capMillis },
+    etcdDataRoot: env.PEERS_ETCD_DATA_ROOT?.trim() || tmpdir(),
   };
 }

@@ -13,7 +13,6 @@
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startEtcd, type EtcdNode } from '../../../test/support/etcd.js';
 import { startPostgres, type PostgresCluster } from '../../../test/support/postgres.js';
@@ -46,8 +45,8 @@ async function postgres(cleanup: Cleanup, name: string, environment: Record<stri
   return { databaseUrl: await cluster.createDatabase(), cpu: () => clusterCpuMillis(pid) };
 }
 
-async function etcd(cleanup: Cleanup, name: string, environment: Record<string, string>) {
-  const node: EtcdNode = await startEtcd({ dataRoot: tmpdir() });
+async function etcd(cleanup: Cleanup, name: string, dataRoot: string, environment: Record<string, string>) {
+  const node: EtcdNode = await startEtcd({ dataRoot });
   cleanup.add(`etcd (${name})`, () => node.stop());
   const pid = node.member.pid;
   if (pid === null) throw new Error(`etcd (${name}) has no process id`);
@@ -77,13 +76,13 @@ async function startOne(id: SystemId, settings: PeersSettings, cleanup: Cleanup,
       return holdfastSdkSystem({ id, label: 'Holdfast/postgres (SDK)', url: server.url, serverPid: server.pid, storeCpuMillis, waitBudgetMillis });
     }
     case 'holdfast-etcd': {
-      const store = await etcd(cleanup, 'Holdfast', environment);
+      const store = await etcd(cleanup, 'Holdfast', settings.etcdDataRoot, environment);
       const server = await holdfast(cleanup, 'etcd', () => ({ HOLDFAST_STORE: 'etcd', ETCD_ENDPOINTS: store.endpoints.join(',') }), environment);
       const storeCpuMillis = () => ({ etcd: store.cpu() });
       return holdfastSdkSystem({ id, label: 'Holdfast/etcd (SDK)', url: server.url, serverPid: server.pid, storeCpuMillis, waitBudgetMillis });
     }
     case 'etcd3-lock': {
-      const store = await etcd(cleanup, 'etcd3 recipe', environment);
+      const store = await etcd(cleanup, 'etcd3 recipe', settings.etcdDataRoot, environment);
       return etcdRecipeSystem({ endpoints: store.endpoints, cpuMillis: store.cpu, waitBudgetMillis, backoff: settings.etcdBackoff });
     }
     case 'pg-advisory': {
