@@ -232,7 +232,8 @@ describe('the cell runner', () => {
     const cell = cellFigures({ system: 'pg-advisory', label: 'fifo', mode: 'hot', workers: 4, hotKeys: 1 }, raw, 0);
     expect(cell.cycles).toBeGreaterThan(20);
     expect(cell.cyclesPerSecond).toBeCloseTo(cell.cycles / (raw.windowMillis / 1000), 6);
-    expect(raw.grants.filter((grant) => grant.measured).length).toBeGreaterThanOrEqual(cell.cycles);
+    // Grants are stamped when granted, cycles when released: only a cycle straddling an edge of the window differs.
+    expect(Math.abs(raw.grants.filter((grant) => grant.measured).length - cell.cycles)).toBeLessThanOrEqual(2);
     expect(cell.failures).toEqual({});
     expect(cell.lastReleaserShare).toBe(0);
     expect(cell.winsPerWorker!.max - cell.winsPerWorker!.min).toBeLessThanOrEqual(1);

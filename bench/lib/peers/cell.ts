@@ -69,6 +69,8 @@ export async function runCell(system: PeerSystem, plan: CellPlan): Promise<CellM
   let serverAtStart: Record<string, number> = {};
   let serverAtEnd: Record<string, number> = {};
 
+  // The /proc reads for the server side (a scan of every process for a PostgreSQL cluster) sit
+  // outside the client's CPU readings, so they are not billed to the client.
   const openWindow = () => {
     serverAtStart = system.serverCpuMillis();
     clientAtStart = nodeCpuMillis();
@@ -114,7 +116,7 @@ export async function runCell(system: PeerSystem, plan: CellPlan): Promise<CellM
     }
   };
 
-  let windowTimers: NodeJS.Timeout[] = [];
+  const windowTimers: NodeJS.Timeout[] = [];
   try {
     if (plan.warmupMillis === 0) openWindow();
     else windowTimers.push(setTimeout(openWindow, plan.warmupMillis));
@@ -132,7 +134,6 @@ export async function runCell(system: PeerSystem, plan: CellPlan): Promise<CellM
     }
   } finally {
     for (const timer of windowTimers) clearTimeout(timer);
-    windowTimers = [];
     await load.close();
   }
   return {

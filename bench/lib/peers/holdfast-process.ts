@@ -66,7 +66,9 @@ export async function spawnHoldfast(name: string, env: (dir: string) => Record<s
       throw new Error(`holdfast server (${name}) exited during start:\n${tail}`);
     }
     try {
-      if ((await fetch(`${url}/readyz`)).ok) break;
+      const response = await fetch(`${url}/readyz`);
+      await response.arrayBuffer(); // read to the end, so the connection is free again
+      if (response.ok) break;
     } catch {
       // not listening yet
     }
