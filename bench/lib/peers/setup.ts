@@ -12,8 +12,9 @@
  * disk, not tmpfs: each system on its defaults, paying for its durability where it has any.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { startEtcd, type EtcdNode } from '../../../test/support/etcd.js';
 import { startPostgres, type PostgresCluster } from '../../../test/support/postgres.js';
 import { clusterCpuMillis, processCpuMillis } from '../cpu.js';
@@ -55,10 +56,18 @@ async function etcd(cleanup: Cleanup, name: string, dataRoot: string, environmen
   return { endpoints: node.endpoints, cpu: () => processCpuMillis(pid) };
 }
 
+/** What bin/holdfast.js runs: HOLDFAST_RUNTIME, else dist/ when built (and current), else the sources through tsx. */
+function runtime(): string {
+  if (process.env.HOLDFAST_RUNTIME) return `HOLDFAST_RUNTIME=${process.env.HOLDFAST_RUNTIME}`;
+  return existsSync(fileURLToPath(new URL('../../../dist/cli/main.js', import.meta.url)))
+    ? 'dist/ (when current, else tsx)'
+    : 'the TypeScript sources through tsx (no dist/ build)';
+}
+
 async function holdfast(cleanup: Cleanup, store: string, env: (dir: string) => Record<string, string>, environment: Record<string, string>) {
   const server: HoldfastProcess = await spawnHoldfast(store, env);
   cleanup.add(`holdfast server (${store})`, () => server.stop());
-  environment[`holdfast server (${store})`] = `a \`holdfast server\` process (${process.env.HOLDFAST_RUNTIME ?? 'dist if current, else tsx'}), defaults; dir on ${filesystemOf(server.dir)}`;
+  environment[`holdfast server (${store})`] = `a \`holdfast server\` process on ${runtime()}, defaults; its directory on ${filesystemOf(server.dir)}`;
   return server;
 }
 
