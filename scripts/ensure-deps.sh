@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what Holdfast needs on a fresh machine: npm packages (from the lock
-# file) and, for the test suite, Debian's etcd, Chromium, promtool and Alertmanager (amtool).
-# Usage: scripts/ensure-deps.sh [--test]
+# file) and, for the test suite, Debian's etcd, Chromium, promtool and Alertmanager (amtool);
+# --bench adds Debian's redis-server (the Redlock row of `npm run bench:peers`, which also
+# installs it by itself when missing).
+# Usage: scripts/ensure-deps.sh [--test | --bench]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,8 +12,11 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   npm ci --no-audit --no-fund
 fi
 
-if [ "${1:-}" = "--test" ]; then
+if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--bench" ]; then
   missing=()
+  if [ "${1:-}" = "--bench" ]; then
+    [ -x /usr/bin/redis-server ] || missing+=(redis-server)
+  fi
   command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
   command -v etcdctl >/dev/null 2>&1 || missing+=(etcd-client)
   [ -x /usr/bin/chromium ] || missing+=(chromium)

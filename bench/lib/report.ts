@@ -57,7 +57,8 @@ export interface Ratio {
 
 const fixed = (value: number | null, digits: number) => (value === null || Number.isNaN(value) ? '—' : value.toFixed(digits));
 
-function table(header: string[], rows: string[][]): string {
+/** A markdown table with padded columns (also used by the peers bench). */
+export function table(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
   return [line(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.map(line)].join('\n');

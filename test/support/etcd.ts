@@ -160,8 +160,16 @@ async function memberStatus(member: EtcdMember): Promise<{ memberId: string; lea
   }
 }
 
-export async function startEtcdCluster(size = 3, options: { peerProxies?: boolean } = {}): Promise<EtcdCluster> {
-  const root = mkdtempSync(join(dataRoot(), 'holdfast-etcd-'));
+export interface StartEtcdOptions {
+  /**
+   * Where the members' data dirs go. Default: tmpfs when present (fast tests). A bench comparing
+   * durable systems puts them on disk, where etcd's fsync per commit costs what it costs in production.
+   */
+  dataRoot?: string;
+}
+
+export async function startEtcdCluster(size = 3, options: { peerProxies?: boolean } & StartEtcdOptions = {}): Promise<EtcdCluster> {
+  const root = mkdtempSync(join(options.dataRoot ?? dataRoot(), 'holdfast-etcd-'));
   const specs: Array<{ name: string; clientPort: number; peerPort: number; listenPeerPort: number }> = [];
   const proxies = new Map<string, PeerProxy>();
   for (let i = 0; i < size; i += 1) {
@@ -265,8 +273,8 @@ export async function startEtcdCluster(size = 3, options: { peerProxies?: boolea
 }
 
 /** One etcd member: what unit tests, the HTTP suite on etcd and most benches need. */
-export async function startEtcd(): Promise<EtcdNode> {
-  const cluster = await startEtcdCluster(1);
+export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdNode> {
+  const cluster = await startEtcdCluster(1, options);
   const member = cluster.members[0];
   if (!member) throw new Error('etcd cluster of one has no member');
   return {

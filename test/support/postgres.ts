@@ -55,16 +55,24 @@ export function runPgProgram(cmd: string, args: string[]): void {
   if (result.status !== 0) throw new Error(`${cmd} failed: ${result.stderr || result.stdout}`);
 }
 
+export interface StartPostgresOptions {
+  /**
+   * Tests run with fsync off (a throwaway cluster need not survive a power cut, and a shared disk
+   * would make every test pay for its latency); a bench comparing durable systems turns it on.
+   */
+  fsync?: boolean;
+}
+
 /** pg_ctl start arguments for a cluster of startPostgres() (also to start it again after a stop). */
-export function pgStartArgs(dataDir: string, port: number): string[] {
+export function pgStartArgs(dataDir: string, port: number, options: StartPostgresOptions = {}): string[] {
   return [
     '-D', dataDir, '-l', path.join(dataDir, 'log'), '-w', '-o',
-    `-p ${port} -c listen_addresses=127.0.0.1 -k ${dataDir} -c fsync=off -c max_connections=300`,
+    `-p ${port} -c listen_addresses=127.0.0.1 -k ${dataDir}${options.fsync ? '' : ' -c fsync=off'} -c max_connections=300`,
     'start',
   ];
 }
 
-export async function startPostgres(): Promise<PostgresCluster> {
+export async function startPostgres(options: StartPostgresOptions = {}): Promise<PostgresCluster> {
   const root = mkdtempSync(path.join(tmpdir(), 'holdfast-pg-'));
   chmodSync(root, 0o755);
   const dataDir = path.join(root, 'data');
@@ -73,7 +81,7 @@ export async function startPostgres(): Promise<PostgresCluster> {
   const run = runPgProgram;
   if (asRoot) execFileSync('install', ['-d', '-o', 'postgres', '-g', 'postgres', '-m', '700', dataDir]);
   run('initdb', ['-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-locale', '-N']);
-  run('pg_ctl', pgStartArgs(dataDir, port));
+  run('pg_ctl', pgStartArgs(dataDir, port, options));
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   return {
     url,
