@@ -30,6 +30,7 @@ export interface AcquireWaitDeps {
 export interface WaitingAcquire {
   key: string;
   session: SessionCredential;
+  ttlMillis: number;
   waitMillis: number;
 }
 
@@ -51,7 +52,7 @@ export class AcquireWaits {
         wait.admit(null);
         await this.deps.records.begin(wait.waiter);
       } catch (error) {
-        wait.close();
+        await wait.close();
         throw error;
       }
     }
@@ -79,6 +80,8 @@ export class AcquireWait {
   private waited = false;
   private fellBack = false;
   private granted = false;
+  /** A try found the key held by another session: an `existing` grant after this was handed to this wait. */
+  private sawHeldByOther = false;
   private readonly polls = { count: 0 };
   /** The waiter's releasesSeen before its latest try: a release after it that this wait did not win is handed on. */
   private seenAtLastTry = 0;
@@ -94,6 +97,9 @@ export class AcquireWait {
     this.deadline = this.startedAt + req.waitMillis;
     // Registered before the first try, so a release landing between a failed try and the park still wakes it.
     this.waiter = this.deps.waiters.register(req.key, req.session.sessionId);
+    // What a release needs to hand this wait the key (FIFO handoff on stores that do).
+    this.waiter.grantTtlMillis = req.ttlMillis;
+    this.waiter.deadline = this.deadline;
     const { sessionEnded, deadlockVictim } = this.waiter;
     this.abort = AbortSignal.any([sessionEnded.signal, deadlockVictim.signal, ...(signal ? [signal] : [])]);
   }
@@ -129,8 +135,31 @@ export class AcquireWait {
     }
   }
 
+  /** The grant a release handed this wait, once one has (the wait then answers with it, no try). */
+  get handed(): HeldLock | null {
+    return this.waiter.handed;
+  }
+
+  /**
+   * A granted try's grant is new to the caller unless the session held the key before this
+   * acquire: `existing` after a try found another holder means a release handed it to this wait.
+   */
+  isNew(result: { existing: boolean }): boolean {
+    return !result.existing || this.sawHeldByOther;
+  }
+
+  /**
+   * Ends the wait's record before answering without the key, and answers the grant a release
+   * handed it meanwhile, if one did: then the acquire succeeded after all.
+   */
+  async finish(): Promise<HeldLock | null> {
+    const handed = (await this.deps.records?.finish(this.waiter)) ?? null;
+    return handed ?? this.waiter.handed;
+  }
+
   /** The store checked the session token and found the key held: from now on the wait counts. */
   admit(holder: HeldLock | null): void {
+    if (holder && holder.sessionId !== this.req.session.sessionId) this.sawHeldByOther = true;
     this.waiter.holderSessionId = holder?.sessionId ?? this.waiter.holderSessionId;
     if (this.waiter.admitted) return;
     const sessionId = this.req.session.sessionId;
@@ -180,14 +209,22 @@ export class AcquireWait {
     // 'released' and 'deadline' both try again: a deadline try can still win a release that just landed.
   }
 
-  /** However it ended: leaves the registry, passes on a release it did not win, ends its record. */
-  close(): void {
+  /**
+   * However it ended: leaves the registry, passes on a release it did not win, ends its record.
+   * Leaving without the key, it answers a grant a release handed it that nobody will answer:
+   * the caller must give that back.
+   */
+  async close(): Promise<HeldLock | null> {
     this.deps.waiters.unregister(this.waiter);
+    if (this.granted) {
+      // Not awaited: the answer need not wait for the bookkeeping.
+      if (this.waiter.recordedInStore) this.deps.records?.end(this.waiter.waitId);
+      return null;
+    }
     // Told of a release after its last try and leaving without the key (deadline, abort, refusal):
     // the release may still be unclaimed, so the next waiter in line gets it rather than its recheck timer.
-    if (!this.granted && (this.waiter.woken || this.waiter.releasesSeen > this.seenAtLastTry)) this.deps.waiters.keyReleased(this.req.key);
-    // Not awaited: the answer need not wait for the bookkeeping.
-    if (this.waiter.recordedInStore) this.deps.records?.end(this.waiter.waitId);
+    if (this.waiter.woken || this.waiter.releasesSeen > this.seenAtLastTry) this.deps.waiters.keyReleased(this.req.key);
+    return this.finish();
   }
 
   private answerInterruption(outcome: WaitOutcome): void {

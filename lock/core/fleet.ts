@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { FleetWaitState } from '../store/spi.js';
 import { chooseDeadlockVictims, DEFAULT_DEADLOCK_LIMITS } from './deadlock.js';
-import { countCycles, type WaiterRegistry } from './waiters.js';
+import { countCycles, type Waiter, type WaiterRegistry } from './waiters.js';
 
 export interface FleetOptions {
   /** How often cycles are looked for and victims collected; a cycle is broken within about two of these. */
@@ -27,6 +27,8 @@ export interface FleetHooks {
   checkFailed(error: Error): void;
   /** False while the store is counted down: the check waits for it instead of failing every tick. */
   storeUp?(): boolean;
+  /** Records a wait again after this instance's row lapsed (WaitRecords.begin: one way to record a wait). */
+  recordAgain(waiter: Waiter): Promise<void>;
 }
 
 export class FleetCoordinator {
@@ -118,9 +120,7 @@ export class FleetCoordinator {
     if (rejoined) {
       // Our row lapsed and was swept with our waits: record the ones still open again.
       for (const waiter of this.waiters.all()) {
-        if (waiter.recordedInStore) {
-          await this.store.beginWait({ waitId: waiter.waitId, sessionId: waiter.sessionId, key: waiter.key, instanceId: this.instanceId });
-        }
+        if (waiter.recordedInStore) await this.hooks.recordAgain(waiter);
       }
     }
   }

@@ -110,6 +110,7 @@ export class LockService {
             publication: options.publication ?? (() => ({ contentionTop: truncateSummary(insight.contention.summary(), PUBLISHED_TOP_KEYS) })),
             checkFailed: (error) => this.events.fleetCheckFailed({ requestId: 'fleet-check' }, { message: `fleet check: ${error.message}` }),
             storeUp: () => this.storeHealth.up,
+            recordAgain: (waiter) => this.records?.begin(waiter) ?? Promise.resolve(),
           },
           options.fleet,
         )
@@ -117,7 +118,7 @@ export class LockService {
     // Chosen once, from what the store offers: core never asks per call what the store can do.
     const poller = new Poller({ clock, random: options.random ?? Math.random, baseMillis: options.pollBaseMillis ?? 25, maxMillis: options.pollMaxMillis ?? 500 });
     this.strategy = chooseWaitStrategy(store, poller, this.waiters, clock, options.feedRecheckMillis ?? FEED_RECHECK_MILLIS);
-    this.records = store.fleet && this.fleet ? new WaitRecords(store.fleet, this.fleet.instanceId, this.storeHealth) : null;
+    this.records = store.fleet && this.fleet ? new WaitRecords(store.fleet, this.fleet.instanceId, this.storeHealth, clock) : null;
     const { waiters, strategy, records, contention } = this;
     this.waits = new AcquireWaits({ clock, waiters, strategy, poller, records, contention, events, insight });
     this.principals = new SessionPrincipals(store);
@@ -212,22 +213,28 @@ export class LockService {
     const wait = await this.waits.open(req, ctx, signal);
     try {
       for (;;) {
+        // A release handed this wait the key (FIFO handoff): nothing to try.
+        if (wait.handed) return this.granted(toGrant(wait.handed), wait.handed.owner, true, wait.succeeded(), ctx);
         const seen = wait.releasesSeen;
         const result = await wait.attempt(() => this.store.tryAcquire(attempt));
         if (result === null) continue; // the store was down and the wait rode it out: try again
-        if (result.kind === 'granted') return this.granted(result.grant, result.owner, result.existing, wait.succeeded(), ctx);
+        if (result.kind === 'granted') return this.granted(result.grant, result.owner, wait.isNew(result), wait.succeeded(), ctx);
         if (result.kind !== 'held') throw refused(result, who.sessionId);
         // Only now, with the session token checked by the store, does the wait count or get recorded.
         wait.admit(result.holder);
         if (await wait.record()) continue;
         if (wait.remaining <= 0) {
+          // Its record ends before the answer: a release may have handed it the key at the last moment.
+          const handed = await wait.finish();
+          if (handed) return this.granted(toGrant(handed), handed.owner, true, wait.succeeded(), ctx);
           wait.gaveUp();
           throw await this.contended(who, result.holder, ctx);
         }
         await wait.park(seen, result.observedRevision);
       }
     } finally {
-      wait.close();
+      const unanswered = await wait.close();
+      if (unanswered) void this.giveBack(unanswered, req.session);
     }
   }
 
@@ -255,7 +262,9 @@ export class LockService {
     if (result.kind !== 'released') throw refused(result, req.session.sessionId);
     const { lock } = result;
     this.insight.ended(lock, { outcome: 'released' });
-    this.waiters.keyReleased(req.key);
+    // Handed to a wait (FIFO handoff): told at once if it waits here, else by the store's feed.
+    if (result.handedTo) this.waiters.handedOff(result.handedTo);
+    else this.waiters.keyReleased(req.key);
     this.events.released(ctx, {
       key: lock.key,
       sessionId: lock.sessionId,
@@ -373,6 +382,22 @@ export class LockService {
   }
 
   // ---- internals ----------------------------------------------------------
+
+  /**
+   * A grant a release handed to a wait whose acquire left without it (aborted, refused, its
+   * record's end raced its deadline): given back at once so the key moves on, not at its TTL.
+   * Quiet: no grant was ever answered or announced for it.
+   */
+  private async giveBack(grant: HeldLock, session: SessionCredential): Promise<void> {
+    try {
+      const result = await this.store.release({ key: grant.key, session, fencingToken: grant.fencingToken });
+      if (result.kind !== 'released') return;
+      if (result.handedTo) this.waiters.handedOff(result.handedTo);
+      else this.waiters.keyReleased(grant.key);
+    } catch {
+      // The store is unreachable: the grant ends at its TTL or with its session.
+    }
+  }
 
   /** A contended attempt, charged to the session and its principal's fair share (the store has checked the token). */
   private async contended(who: { key: string; sessionId: string }, holder: HeldLock | null, ctx: EventContext) {

@@ -5,7 +5,8 @@
  * and on every sweep — else the row would count as a waiter and as an edge of the wait-for graph
  * until its session or instance ended.
  */
-import type { FleetWaitState } from '../store/spi.js';
+import type { FleetWaitState, HeldLock } from '../store/spi.js';
+import type { Clock } from './clock.js';
 import type { StoreHealth } from './store-health.js';
 import type { Waiter } from './waiters.js';
 
@@ -21,11 +22,29 @@ export class WaitRecords {
     private readonly fleet: FleetWaitState,
     private readonly instanceId: string,
     private readonly health: StoreHealth,
+    private readonly clock: Clock,
   ) {}
 
   async begin(waiter: Waiter): Promise<void> {
     waiter.recordedInStore = true;
-    await this.fleet.beginWait({ waitId: waiter.waitId, sessionId: waiter.sessionId, key: waiter.key, instanceId: this.instanceId });
+    await this.fleet.beginWait(waitRecordOf(waiter, this.instanceId, this.clock.now()));
+  }
+
+  /** Ends the record and answers the grant a release handed the wait meanwhile, if any (the caller must use or give it back). */
+  async finish(waiter: Waiter): Promise<HeldLock | null> {
+    if (!waiter.recordedInStore) return null;
+    waiter.recordedInStore = false;
+    if (!this.fleet.handsOff) {
+      this.end(waiter.waitId);
+      return null;
+    }
+    try {
+      return await this.fleet.endWait(waiter.waitId);
+    } catch {
+      // Unknown: the record (and any grant it was handed) ends with the session or at the grant's TTL.
+      this.remember(waiter.waitId);
+      return null;
+    }
   }
 
   /** Not awaited by callers. While the store is down the end is only remembered (it would hold a connection heartbeats need). */
@@ -57,4 +76,17 @@ export class WaitRecords {
     // Past the cap, the rest go with their sessions or this instance.
     if (this.unended.size < MAX_UNENDED_WAITS) this.unended.add(waitId);
   }
+}
+
+/** The record of a wait as the store keeps it; with its TTL and budget a release can hand it the key. */
+export function waitRecordOf(waiter: Waiter, instanceId: string, now: number) {
+  return {
+    waitId: waiter.waitId,
+    sessionId: waiter.sessionId,
+    key: waiter.key,
+    instanceId,
+    ...(waiter.grantTtlMillis !== undefined && waiter.deadline !== undefined
+      ? { ttlMillis: waiter.grantTtlMillis, deadlineMillis: Math.max(0, waiter.deadline - now) }
+      : {}),
+  };
 }

@@ -163,6 +163,9 @@ class ReleaseFeedWait implements WaitStrategy {
       released: (keys) => {
         for (const key of keys) this.waiters.keyReleased(key);
       },
+      handedOff: (grants) => {
+        for (const grant of grants) this.waiters.handedOff(grant);
+      },
       health: (up, cause) => {
         this.up = up;
         if (!up) this.downCause = cause;

@@ -13,6 +13,7 @@ import { randomBytes } from 'node:crypto';
  * session token (its first try answered `held`). A request naming someone else's session
  * therefore cannot charge or fake anything (issue 24).
  */
+import type { HandedGrant, HeldLock } from '../store/spi.js';
 import type { WaitEdge } from './wait-graph.js';
 
 export class Waiter {
@@ -32,6 +33,11 @@ export class Waiter {
    * try once more if told of another release meanwhile (releasesSeen moved on).
    */
   woken = false;
+  /** The grant a release handed this wait (FIFO handoff): its acquire answers with it, no try. */
+  handed: HeldLock | null = null;
+  /** What a release needs to hand this wait the key: the grant's TTL, and when the wait's budget ends (clock epoch ms). */
+  grantTtlMillis: number | undefined;
+  deadline: number | undefined;
 
   constructor(
     /** Unique across the fleet: the wait's row in a store that keeps wait state. */
@@ -67,6 +73,12 @@ export class Waiter {
   /** Parked in releasedSince (not busy trying the store or waiting on the store's own mechanism). */
   get parked(): boolean {
     return this.listeners.size > 0;
+  }
+
+  /** A release handed this wait the key: it stops waiting. */
+  handOff(grant: HeldLock): void {
+    this.handed ??= grant;
+    this.notifyReleased();
   }
 
   notifyReleased(): void {
@@ -175,6 +187,15 @@ export class WaiterRegistry {
     // If none is parked, the first one retries as soon as its try ends — an admitted one first: a
     // request whose token is still unchecked may be refused and take the release with it.
     (oldestParked ?? oldestAdmitted ?? waiters.values().next().value!).notifyReleased();
+  }
+
+  /** A release handed a wait its key (told by this instance's own release or by the store's feed). */
+  handedOff(grant: HandedGrant): void {
+    const waiter = this.byWaitId.get(grant.waitId);
+    if (waiter && waiter.key === grant.key && waiter.sessionId === grant.sessionId) {
+      const { waitId: _waitId, ...held } = grant;
+      waiter.handOff(held);
+    }
   }
 
   sessionEnded(sessionId: string): void {

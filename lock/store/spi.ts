@@ -41,6 +41,11 @@
  *   at most once per wait. At most one instance marks verdicts at a time.
  * - FleetWaitState: wait starts (WaitEdge.startedAt) are in one fleet-wide order, so every
  *   instance picks the same youngest wait.
+ * - FleetWaitState with `handsOff` (SQL): a release hands the key to the oldest recorded wait
+ *   that can take it in the releasing statement (FIFO in that fleet-wide order); the handed wait
+ *   stops counting in the same write, is announced on the release feed with its grant, and its
+ *   endWait answers the grant (so a wait leaving without the key can give it back). A release
+ *   never waits for a wait's or a session's row lock to hand off: it passes such a wait over.
  */
 import type {
   AuditEntry,
@@ -108,7 +113,16 @@ export type TryAcquireResult =
   | SessionRefusal;
 
 export type RenewResult = { kind: 'renewed'; lock: HeldLock } | { kind: 'lost' } | SessionRefusal;
-export type ReleaseResult = { kind: 'released'; lock: EndedLock } | { kind: 'lost' } | SessionRefusal;
+export type ReleaseResult =
+  /** `handedTo`: the release granted the key to a recorded wait in the same write (FleetWaitState.handsOff). */
+  | { kind: 'released'; lock: EndedLock; handedTo?: HandedGrant }
+  | { kind: 'lost' }
+  | SessionRefusal;
+
+/** A grant a release made to a recorded wait (FIFO handoff): the wait's acquire answers with it. */
+export interface HandedGrant extends HeldLock {
+  waitId: string;
+}
 export type HeartbeatResult = { kind: 'alive'; session: SessionRecord } | SessionRefusal;
 export type CloseSessionResult = { kind: 'closed'; ended: EndedSession } | SessionRefusal;
 
@@ -263,6 +277,8 @@ export interface ReleaseFeed {
 
 export interface ReleaseFeedListener {
   released(keys: readonly string[]): void;
+  /** Keys a release handed to a recorded wait (FleetWaitState.handsOff), announced like releases. */
+  handedOff(grants: readonly HandedGrant[]): void;
   /**
    * `up` false: the feed may miss releases (its connection is lost; it re-listens with backoff),
    * so waits poll meanwhile. `up` true after a loss: releases in between were missed.
@@ -318,9 +334,25 @@ export interface FleetWaitState {
   expireInstances(limit: number): Promise<number>;
   /** What each live instance last published. */
   instancePublications(): Promise<InstancePublication[]>;
-  /** Records a wait; a no-op when the session (or instance) is already gone. */
-  beginWait(req: { waitId: string; sessionId: string; key: string; instanceId: string }): Promise<void>;
-  endWait(waitId: string): Promise<void>;
+  /**
+   * True when a release hands the key to the oldest recorded wait that can take it (FIFO handoff),
+   * in the same statement as the release: the wait's session and instance live, its budget not
+   * spent (`deadlineMillis` from its record, on the store's clock), not a deadlock victim, recorded
+   * with a `ttlMillis`. The grant's token is drawn like any other (rule 1); the wait is marked
+   * with it and counts as a waiter no more.
+   */
+  readonly handsOff: boolean;
+  /**
+   * Records a wait; a no-op when the session (or instance) is already gone. `ttlMillis` is the
+   * grant's TTL should a release hand it the key, `deadlineMillis` what is left of its budget; a
+   * wait recorded without them is never handed a key (it wakes and tries, as before handoff).
+   */
+  beginWait(req: { waitId: string; sessionId: string; key: string; instanceId: string; ttlMillis?: number; deadlineMillis?: number }): Promise<void>;
+  /**
+   * Ends a wait's record; answers the grant a release handed it, if one did and the grant is still
+   * live (a wait leaving without the key must give such a grant back).
+   */
+  endWait(waitId: string): Promise<HeldLock | null>;
   /** Waits recorded on each key by live instances. */
   waiterCounts(keys: readonly string[]): Promise<Map<string, number>>;
   totalWaiters(): Promise<number>;

@@ -34,13 +34,13 @@ describe.each(FLEET_STORES)('two instances on one %s', (store) => {
     const waiter = await session(b);
     const granted = await holder.client.acquire('handoff', { sessionId: holder.sessionId });
     expect(granted.status).toBe(200);
-    // Which keys reached B's local waiters from the store's feed.
-    const wokenOnB: string[] = [];
     const registry = b.running.service.waiters;
-    const keyReleased = registry.keyReleased.bind(registry);
-    registry.keyReleased = (key: string) => {
-      wokenOnB.push(key);
-      keyReleased(key);
+    // On PostgreSQL the release hands the key to B's recorded wait in the same statement (FIFO handoff).
+    const handedOnB: string[] = [];
+    const handedOff = registry.handedOff.bind(registry);
+    registry.handedOff = (grant) => {
+      handedOnB.push(grant.key);
+      handedOff(grant);
     };
     const releasedWaitsBefore = await waitCount(b, 'released');
     const waiting = waiter.client.acquire('handoff', { sessionId: waiter.sessionId, waitMillis: 20_000 });
@@ -59,8 +59,9 @@ describe.each(FLEET_STORES)('two instances on one %s', (store) => {
     const answer = await waiting;
     expect(answer.status).toBe(200);
     expect(BigInt(answer.body.fencingToken)).toBeGreaterThan(BigInt(granted.body.fencingToken));
-    // Woken by the release, not by a poll: PostgreSQL's feed reached B's registry; on etcd B's watch did.
-    if (store === 'postgres') expect(wokenOnB).toContain('handoff');
+    // Answered by the release, not by a poll: on PostgreSQL the release handed B's wait the key and the
+    // feed told B's registry (no try needed); on etcd B's watch woke it to try.
+    if (store === 'postgres') expect(handedOnB).toContain('handoff');
     expect(await waitCount(b, 'released')).toBe(releasedWaitsBefore + 1);
     await eventually(async () => (await holder.client.read('handoff')).body.waiterCount === 0);
     expect(b.logs.some((l) => l.event === 'wait_fallback')).toBe(false);

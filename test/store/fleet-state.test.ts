@@ -34,6 +34,7 @@ describe.each(['postgres', 'embedded'] as const)('release feed on %s', (backend)
     await store.init();
     unsubscribe = await store.releaseFeed.subscribeReleases({
       released: (keys) => announced.push(...keys),
+      handedOff: () => {},
       health: (up) => (healthy = up),
     });
     await fleet.heartbeatInstance({ instanceId, ttlMillis: 60_000 });

@@ -25,6 +25,13 @@ import { ReleaseBatcher } from './release-batcher.js';
 export type { EtcdFleetContext } from './fleet-reads.js';
 
 export class EtcdFleet implements FleetWaitState {
+  /**
+   * A grant's token is its lock key's create revision (grant-tokens.ts): handing the key on would
+   * delete and re-create that key, and etcd refuses a txn that names one key twice. So on etcd a
+   * release wakes the key's waiters (their revision-addressed watches) and they try.
+   */
+  readonly handsOff = false;
+
   /** Leases of the instances this process heartbeats (normally one). */
   private readonly instanceLeases = new Map<string, string>();
   /** Waits recorded through this process, so endWait finds their keys without a scan. */
@@ -106,7 +113,7 @@ export class EtcdFleet implements FleetWaitState {
 
   // ---------------------------------------------------------------- waits
 
-  async beginWait(req: { waitId: string; sessionId: string; key: string; instanceId: string }): Promise<void> {
+  async beginWait(req: { waitId: string; sessionId: string; key: string; instanceId: string; ttlMillis?: number; deadlineMillis?: number }): Promise<void> {
     const keys = this.ctx.keys;
     const etcdKey = keys.wait(req.key, req.waitId);
     let session = await this.ctx.knownSession(req.sessionId);
@@ -150,12 +157,14 @@ export class EtcdFleet implements FleetWaitState {
     }
   }
 
-  async endWait(waitId: string): Promise<void> {
+  /** Never hands a wait a key: see `handsOff`. */
+  async endWait(waitId: string): Promise<null> {
     const known = this.recorded.get(waitId) ?? (await this.reads.findWait(waitId));
-    if (!known) return;
+    if (!known) return null;
     this.recorded.delete(waitId);
     const ops = [deleteOp(known.etcdKey), deleteOp(this.ctx.keys.verdict(known.instanceId, waitId))];
     await this.waitWrites.submit(known.etcdKey, { compare: [], success: ops, failure: [] });
+    return null;
   }
 
   async waiterCounts(keys: readonly string[]): Promise<Map<string, number>> {

@@ -6,7 +6,8 @@
  * Lock order: waiter rows are only ever locked after session or instance rows (by the
  * cascades) or alone (endWait, verdict marks), so these writes add no cycle to the store's.
  */
-import type { DeadlockVerdict, FleetWaitState, InstancePublication, ReleaseFeed, ReleaseFeedListener, WaitEdge } from '../spi.js';
+import type { DeadlockVerdict, FleetWaitState, HandedGrant, HeldLock, InstancePublication, ReleaseFeed, ReleaseFeedListener, WaitEdge } from '../spi.js';
+import { LIVE_LOCK, QUALIFIED_LOCK_COLUMNS, toLock } from './sql-rows.js';
 import type { Row, SqlDatabase } from './queryable.js';
 import { StatementBatcher } from './statement-batcher.js';
 
@@ -15,6 +16,8 @@ interface WaitRecord {
   sessionId: string;
   key: string;
   instanceId: string;
+  ttlMillis?: number;
+  deadlineMillis?: number;
 }
 
 export const RELEASED_CHANNEL = 'holdfast_released';
@@ -22,9 +25,10 @@ export const RELEASED_CHANNEL = 'holdfast_released';
 const DEADLOCK_CHECK_LOCK = 7070711;
 
 const NOW = '(SELECT holdfast_now_ms())';
-/** Recorded waits of live instances and live sessions. */
+/** Recorded waits of live instances and live sessions, not yet handed their key (a handed wait waits no more). */
 const LIVE_WAIT = (w: string, now: string) =>
-  `EXISTS (SELECT 1 FROM holdfast_instances i WHERE i.instance_id = ${w}.instance_id AND i.expires_at > ${now})
+  `${w}.granted_token IS NULL
+   AND EXISTS (SELECT 1 FROM holdfast_instances i WHERE i.instance_id = ${w}.instance_id AND i.expires_at > ${now})
    AND EXISTS (SELECT 1 FROM holdfast_sessions s WHERE s.session_id = ${w}.session_id AND s.expires_at > ${now})`;
 
 const EDGES = (onlyUnresolved: boolean) => `
@@ -41,6 +45,8 @@ const EDGES = (onlyUnresolved: boolean) => `
   LIMIT $1`;
 
 export class SqlFleet implements FleetWaitState, ReleaseFeed {
+  readonly handsOff = true;
+
   constructor(private readonly db: SqlDatabase) {}
 
   async heartbeatInstance(req: { instanceId: string; ttlMillis: number; published?: unknown }): Promise<{ liveInstances: number; joined: boolean }> {
@@ -109,31 +115,46 @@ export class SqlFleet implements FleetWaitState, ReleaseFeed {
    */
   private insertWaits(batch: readonly WaitRecord[]): Promise<Row[]> {
     return this.db.query(
-      `INSERT INTO holdfast_waiters (wait_id, session_id, key, instance_id, started_at)
-       SELECT r.wid, r.sid, r.k, r.iid, holdfast_now_ms()
-       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS r(wid, sid, k, iid)
+      `INSERT INTO holdfast_waiters (wait_id, session_id, key, instance_id, started_at, ttl_millis, deadline_at)
+       SELECT r.wid, r.sid, r.k, r.iid, holdfast_now_ms(), r.ttl, holdfast_now_ms() + r.budget
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::integer[], $6::bigint[]) AS r(wid, sid, k, iid, ttl, budget)
        WHERE EXISTS (SELECT 1 FROM holdfast_sessions s WHERE s.session_id = r.sid)
          AND EXISTS (SELECT 1 FROM holdfast_instances i WHERE i.instance_id = r.iid)
        ORDER BY r.sid, r.wid
        ON CONFLICT (wait_id) DO NOTHING`,
-      [batch.map((r) => r.waitId), batch.map((r) => r.sessionId), batch.map((r) => r.key), batch.map((r) => r.instanceId)],
+      [
+        batch.map((r) => r.waitId),
+        batch.map((r) => r.sessionId),
+        batch.map((r) => r.key),
+        batch.map((r) => r.instanceId),
+        batch.map((r) => r.ttlMillis ?? null),
+        batch.map((r) => (r.deadlineMillis === undefined ? null : Math.max(0, Math.floor(r.deadlineMillis)))),
+      ],
     );
   }
 
-  endWait(waitId: string): Promise<void> {
+  endWait(waitId: string): Promise<HeldLock | null> {
     return this.ends.submit(waitId);
   }
 
-  /** Waiter rows locked in session order, as a session end's cascade locks them: no lock cycle. */
-  private async endWaitBatch(waitIds: string[]): Promise<void[]> {
-    await this.db.query(
-      waitIds.length === 1
-        ? 'DELETE FROM holdfast_waiters WHERE wait_id = $1'
-        : `DELETE FROM holdfast_waiters WHERE wait_id IN (
-             SELECT wait_id FROM holdfast_waiters WHERE wait_id = ANY($1::text[]) ORDER BY session_id, wait_id FOR UPDATE)`,
-      [waitIds.length === 1 ? waitIds[0] : waitIds],
+  /**
+   * Waiter rows locked in session order, as a session end's cascade locks them: no lock cycle.
+   * A wait a release handed its key answers that grant while it is still live and its own.
+   */
+  private async endWaitBatch(waitIds: string[]): Promise<(HeldLock | null)[]> {
+    const rows = await this.db.query(
+      `WITH gone AS (
+         DELETE FROM holdfast_waiters WHERE wait_id IN (
+           SELECT wait_id FROM holdfast_waiters WHERE wait_id = ANY($1::text[]) ORDER BY session_id, wait_id FOR UPDATE)
+         RETURNING wait_id, key, session_id, granted_token)
+       SELECT gone.wait_id, ${QUALIFIED_LOCK_COLUMNS}
+       FROM gone JOIN holdfast_locks l
+         ON l.key = gone.key AND l.fencing_token = gone.granted_token AND l.session_id = gone.session_id
+       WHERE ${LIVE_LOCK('l')}`,
+      [waitIds],
     );
-    return waitIds.map(() => undefined);
+    const handed = new Map(rows.map((row) => [String(row.wait_id), toLock(row)]));
+    return waitIds.map((waitId) => handed.get(waitId) ?? null);
   }
 
   async waiterCounts(keys: readonly string[]): Promise<Map<string, number>> {
@@ -172,7 +193,7 @@ export class SqlFleet implements FleetWaitState, ReleaseFeed {
         await tx.query(
           `UPDATE holdfast_waiters w SET victim_cycle = v.cycle
            FROM (SELECT * FROM unnest($1::text[], $2::jsonb[]) AS v(wait_id, cycle)) v
-           WHERE w.wait_id = v.wait_id AND w.victim_cycle IS NULL`,
+           WHERE w.wait_id = v.wait_id AND w.victim_cycle IS NULL AND w.granted_token IS NULL`,
           [verdicts.map((v) => v.waitId), verdicts.map((v) => JSON.stringify({ sessions: v.sessions, keys: v.keys }))],
         );
       }
@@ -197,11 +218,30 @@ export class SqlFleet implements FleetWaitState, ReleaseFeed {
       return () => {};
     }
     const stop = await this.db.listen(RELEASED_CHANNEL, {
-      notify: (payload) => listener.released(payload.split('\n')),
+      notify: (payload) => {
+        // holdfast_release_batch sends each handoff alone, marked by a leading U+0001 (keys hold no control characters).
+        if (payload.startsWith(HANDOFF_MARK)) listener.handedOff([toHandedGrant(JSON.parse(payload.slice(1)) as Record<string, unknown>)]);
+        else listener.released(payload.split('\n'));
+      },
       health: (up, cause) => listener.health(up, cause),
     });
     return () => void stop().catch(() => {});
   }
+}
+
+const HANDOFF_MARK = '\u0001';
+
+function toHandedGrant(r: Record<string, unknown>): HandedGrant {
+  return {
+    waitId: String(r.waitId),
+    key: String(r.key),
+    sessionId: String(r.sessionId),
+    owner: String(r.owner),
+    fencingToken: String(r.fencingToken),
+    ttlMillis: Number(r.ttlMillis),
+    grantedAt: Number(r.grantedAt),
+    expiresAt: Number(r.expiresAt),
+  };
 }
 
 function toEdge(r: Row): WaitEdge {

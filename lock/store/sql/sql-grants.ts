@@ -10,6 +10,7 @@ import type {
   AuditDraft,
   EndedLock,
   ForceRevokeResult,
+  HandedGrant,
   HeldLock,
   ListQuery,
   ReleaseResult,
@@ -20,7 +21,7 @@ import type {
 } from '../spi.js';
 import { decodeCursor, encodeCursor } from '../cursor.js';
 import { acquireInRounds, type AcquireRequest, type AcquireRow } from './acquire-batch.js';
-import type { Queryable, SqlDatabase } from './queryable.js';
+import type { Queryable, Row, SqlDatabase } from './queryable.js';
 import type { SqlAudit } from './sql-audit.js';
 import { guardSql } from './sql-errors.js';
 import { DB_NOW, LIVE_LOCK, LOCK_COLUMNS, QUALIFIED_LOCK_COLUMNS, toEndedLock, toGrant, toLock, withoutEnd } from './sql-rows.js';
@@ -96,47 +97,30 @@ export class SqlGrants {
     }
   }
 
-  /** Compare-and-delete on (key, token) of the caller's live grant; concurrent releases share one statement. */
+  /**
+   * Compare-and-delete on (key, token) of the caller's live grant; concurrent releases share one
+   * call. A key with a recorded wait that can take it is handed to the oldest such wait in the
+   * same call instead (holdfast_release_batch, migration 6): the release answers that grant too.
+   */
   release(req: ReleaseRequest): Promise<ReleaseResult> {
     return this.releases.submit(req);
   }
 
   private async releaseBatch(batch: ReleaseRequest[]): Promise<ReleaseResult[]> {
-    const rows =
-      batch.length === 1
-        ? await this.guard(() =>
-            this.db.query(
-              `DELETE FROM holdfast_locks l USING holdfast_sessions s, (SELECT holdfast_now_ms() AS now) n
-               WHERE l.key = $1 AND l.fencing_token = $2::bigint AND l.session_id = $3 AND l.expires_at > n.now
-                 AND s.session_id = $3 AND s.token_hash = $4 AND s.expires_at > n.now
-               RETURNING ${QUALIFIED_LOCK_COLUMNS}, n.now AS ended_at`,
-              [batch[0]!.key, batch[0]!.fencingToken, batch[0]!.session.sessionId, batch[0]!.session.tokenHash],
-            ),
-          )
-        : await this.guard(() =>
-            // Rows are locked in key order (the sort sits below the row locks), like every multi-row writer.
-            this.db.query(
-              `WITH n AS (SELECT holdfast_now_ms() AS now),
-               r AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[]) AS r(key, token, sid, hash)),
-               target AS (
-                 SELECT l.key FROM holdfast_locks l JOIN r ON l.key = r.key AND l.fencing_token = r.token AND l.session_id = r.sid
-                 ORDER BY l.key FOR UPDATE OF l)
-               DELETE FROM holdfast_locks l USING r, n, holdfast_sessions s
-               WHERE l.key IN (SELECT key FROM target) AND l.key = r.key AND l.fencing_token = r.token AND l.session_id = r.sid
-                 AND l.expires_at > n.now AND s.session_id = r.sid AND s.token_hash = r.hash AND s.expires_at > n.now
-               RETURNING ${QUALIFIED_LOCK_COLUMNS}, n.now AS ended_at`,
-              [batch.map((b) => b.key), batch.map((b) => b.fencingToken), batch.map((b) => b.session.sessionId), batch.map((b) => b.session.tokenHash)],
-            ),
-          );
-    const deleted = new Map(rows.map((row) => [`${String(row.key)}\u0000${String(row.fencing_token)}`, row]));
+    const rows = await this.guard(() =>
+      this.db.query('SELECT * FROM holdfast_release_batch($1::text[], $2::bigint[], $3::text[], $4::text[])', [
+        batch.map((b) => b.key),
+        batch.map((b) => b.fencingToken),
+        batch.map((b) => b.session.sessionId),
+        batch.map((b) => b.session.tokenHash),
+      ]),
+    );
+    const byIndex = new Map(rows.map((row) => [Number(row.r_index), row]));
     const results: ReleaseResult[] = [];
-    for (const b of batch) {
-      const id = `${b.key}\u0000${b.fencingToken}`;
-      const row = deleted.get(id);
+    for (const [index, b] of batch.entries()) {
+      const row = byIndex.get(index + 1);
       if (row) {
-        // A key released twice in one batch: only the first caller gets the deleted row.
-        deleted.delete(id);
-        results.push({ kind: 'released', lock: toEndedLock(row) });
+        results.push({ kind: 'released', lock: toEndedLock(unprefixed(row, 'r_')), ...(row.h_wait_id ? { handedTo: toHandedGrant(row) } : {}) });
       } else {
         // Only a failure pays for the diagnosis: whose session, and was the token right.
         results.push((await this.guard(() => this.refusal(this.db, b.session))) ?? { kind: 'lost' });
@@ -237,4 +221,15 @@ export class SqlGrants {
   private guard<T>(operation: () => Promise<T>): Promise<T> {
     return guardSql(this.backend, operation);
   }
+}
+
+/** A row's columns that start with `prefix`, without it (the release function answers two locks per row). */
+function unprefixed(row: Row, prefix: string): Row {
+  const out: Row = {};
+  for (const [column, value] of Object.entries(row)) if (column.startsWith(prefix)) out[column.slice(prefix.length)] = value;
+  return out;
+}
+
+function toHandedGrant(row: Row): HandedGrant {
+  return { ...toLock(unprefixed(row, 'h_')), key: String(row.r_key), waitId: String(row.h_wait_id) };
 }
