@@ -153,7 +153,7 @@ export class AcquireWait {
    * handed it meanwhile, if one did: then the acquire succeeded after all.
    */
   async finish(): Promise<HeldLock | null> {
-    const handed = (await this.deps.records?.finish(this.waiter)) ?? null;
+    const handed = (await this.deps.records?.finish(this.waiter, this.req.session)) ?? null;
     return handed ?? this.waiter.handed;
   }
 

@@ -118,7 +118,10 @@ export class LockService {
     // Chosen once, from what the store offers: core never asks per call what the store can do.
     const poller = new Poller({ clock, random: options.random ?? Math.random, baseMillis: options.pollBaseMillis ?? 25, maxMillis: options.pollMaxMillis ?? 500 });
     this.strategy = chooseWaitStrategy(store, poller, this.waiters, clock, options.feedRecheckMillis ?? FEED_RECHECK_MILLIS);
-    this.records = store.fleet && this.fleet ? new WaitRecords(store.fleet, this.fleet.instanceId, this.storeHealth, clock) : null;
+    this.records =
+      store.fleet && this.fleet
+        ? new WaitRecords(store.fleet, this.fleet.instanceId, this.storeHealth, clock, (grant, session) => void this.giveBack(grant, session))
+        : null;
     const { waiters, strategy, records, contention } = this;
     this.waits = new AcquireWaits({ clock, waiters, strategy, poller, records, contention, events, insight });
     this.principals = new SessionPrincipals(store);

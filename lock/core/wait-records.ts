@@ -5,7 +5,7 @@
  * and on every sweep — else the row would count as a waiter and as an edge of the wait-for graph
  * until its session or instance ended.
  */
-import type { FleetWaitState, HeldLock } from '../store/spi.js';
+import type { FleetWaitState, HeldLock, SessionCredential } from '../store/spi.js';
 import type { Clock } from './clock.js';
 import type { StoreHealth } from './store-health.js';
 import type { Waiter } from './waiters.js';
@@ -14,8 +14,14 @@ import type { Waiter } from './waiters.js';
 const MAX_UNENDED_WAITS = 10_000;
 const UNENDED_WAITS_AT_ONCE = 16;
 
+/** A wait whose record end the store did not take, with what giving back a grant handed to it needs. */
+interface UnendedWait {
+  key: string;
+  session: SessionCredential | null;
+}
+
 export class WaitRecords {
-  private readonly unended = new Set<string>();
+  private readonly unended = new Map<string, UnendedWait>();
   private flushing = false;
 
   constructor(
@@ -23,6 +29,8 @@ export class WaitRecords {
     private readonly instanceId: string,
     private readonly health: StoreHealth,
     private readonly clock: Clock,
+    /** Gives back a grant a release handed to a wait that has left (its caller will never answer it). */
+    private readonly giveBack: (grant: HeldLock, session: SessionCredential) => void,
   ) {}
 
   async begin(waiter: Waiter): Promise<void> {
@@ -31,7 +39,7 @@ export class WaitRecords {
   }
 
   /** Ends the record and answers the grant a release handed the wait meanwhile, if any (the caller must use or give it back). */
-  async finish(waiter: Waiter): Promise<HeldLock | null> {
+  async finish(waiter: Waiter, session: SessionCredential): Promise<HeldLock | null> {
     if (!waiter.recordedInStore) return null;
     waiter.recordedInStore = false;
     if (!this.fleet.handsOff) {
@@ -41,8 +49,8 @@ export class WaitRecords {
     try {
       return await this.fleet.endWait(waiter.waitId);
     } catch {
-      // Unknown: the record (and any grant it was handed) ends with the session or at the grant's TTL.
-      this.remember(waiter.waitId);
+      // Ended later (store back, or the sweep); a grant handed to it meanwhile is given back then.
+      this.remember(waiter.waitId, { key: waiter.key, session });
       return null;
     }
   }
@@ -63,18 +71,27 @@ export class WaitRecords {
     try {
       while (this.unended.size > 0 && this.health.up) {
         const batch = [...this.unended].slice(0, UNENDED_WAITS_AT_ONCE);
-        for (const waitId of batch) this.unended.delete(waitId);
-        await Promise.all(batch.map((waitId) => this.fleet.endWait(waitId).catch(() => this.remember(waitId))));
-        if (this.unended.size > 0 && batch.every((waitId) => this.unended.has(waitId))) break; // still failing: next sweep
+        for (const [waitId] of batch) this.unended.delete(waitId);
+        await Promise.all(
+          batch.map(([waitId, wait]) =>
+            this.fleet.endWait(waitId).then(
+              (handed) => {
+                if (handed && wait.session) this.giveBack(handed, wait.session);
+              },
+              () => this.remember(waitId, wait),
+            ),
+          ),
+        );
+        if (this.unended.size > 0 && batch.every(([waitId]) => this.unended.has(waitId))) break; // still failing: next sweep
       }
     } finally {
       this.flushing = false;
     }
   }
 
-  private remember(waitId: string): void {
+  private remember(waitId: string, wait: UnendedWait = { key: '', session: null }): void {
     // Past the cap, the rest go with their sessions or this instance.
-    if (this.unended.size < MAX_UNENDED_WAITS) this.unended.add(waitId);
+    if (this.unended.size < MAX_UNENDED_WAITS) this.unended.set(waitId, wait);
   }
 }
 
