@@ -2,12 +2,12 @@
  * Coalesced point reads: the single-key reads that arrive in one event-loop turn go out
  * as ONE read-only txn (one gRPC call, one ReadIndex in etcd) instead of one Range call
  * each. Heartbeats and the liveness checks of grants read one key each and arrive in
- * bursts, so under load a read costs a share of a call, not a call; alone it costs what
- * a Range did (one call, sent on the next turn). Every answer is as linearizable as a
+ * bursts, so under load a read costs a share of a call, not a call; alone it is the plain
+ * Range it was (one call, sent on the next turn). Every answer is as linearizable as a
  * lone Range: the txn is served after a ReadIndex like any read.
  */
 import type { Etcd3, IKeyValue } from 'etcd3';
-import { readTxn } from './etcd-client.js';
+import { range, readTxn } from './etcd-client.js';
 import { rangeResult } from './ops.js';
 
 /** Well below etcd's default --max-txn-ops (128). */
@@ -45,6 +45,12 @@ export class KeyReadBatcher {
 
   private async send(batch: PendingRead[]): Promise<void> {
     try {
+      if (batch.length === 1) {
+        // Alone: the plain Range it always was.
+        const [only] = batch as [PendingRead];
+        only.resolve((await range(this.client(), { key: only.key, keys_only: true })).kvs[0]);
+        return;
+      }
       const response = await readTxn(this.client(), {
         success: batch.map(({ key }) => ({ request_range: { key, keys_only: true } })),
       });
