@@ -1,66 +1,38 @@
 /**
- * The lock service core: one entry point per operation (the HTTP routes call these), wiring
- * sessions (sessions.ts), waiting acquires (acquire-wait.ts, wait-strategy.ts), reads
- * (lock-reads.ts), the fleet (fleet.ts) and the store's health (store-health.ts). It speaks to a
- * store only through the SPI and never names one.
+ * The lock service core: one entry point per operation (the HTTP routes call these), over the
+ * parts service-parts.ts wires: sessions (sessions.ts), waiting acquires (acquire-wait.ts,
+ * wait-strategy.ts, handoffs.ts), reads (lock-reads.ts), the fleet (fleet.ts) and the store's
+ * health (store-health.ts). It speaks to a store only through the SPI and never names one.
  */
-import { createAuditSealer, verifyAuditChain, type AuditSealer, type ChainVerification } from '../audit/chain.js';
+import { verifyAuditChain, type AuditSealer, type ChainVerification } from '../audit/chain.js';
 import { LockLostError, NotLeaderError } from '../errors.js';
 import type { AuditEntry, FencingToken, LockGrant, LockInfo, LockOutcome, Page, SessionInfo } from '../../contract/records.js';
 import type { AuditHead, AuditQuery, HeldLock, InstancePublication, LockStore, SessionCredential } from '../store/spi.js';
 import type { EventContext, LockEvents } from '../../contract/lock-events.js';
-import { AcquireWaits } from './acquire-wait.js';
-import { systemClock, type Clock, type RandomSource } from './clock.js';
-import { ContentionAnswers } from './contention-answers.js';
-import { ContentionBudget, DEFAULT_CONTENTION_BUDGET, type ContentionBudgetConfig } from './contention-budget.js';
-import { truncateSummary } from './contention-top.js';
-import { FleetCoordinator, type FleetOptions } from './fleet.js';
-import { healthCheckedStore } from './health-checked-store.js';
-import { LockInsight, type ContendedKey, type LockInsightOptions } from './insight.js';
-import { LockReads } from './lock-reads.js';
-import { SessionPrincipals } from './session-principals.js';
-import { refused, Sessions, type KillOutcome, type SessionView } from './sessions.js';
-import { DEFAULT_STORE_HEALTH, StoreHealth, type StoreHealthOptions } from './store-health.js';
-import { WaitRecords } from './wait-records.js';
-import { chooseWaitStrategy, FEED_RECHECK_MILLIS, Poller, type WaitStrategy } from './wait-strategy.js';
-import { WaiterRegistry } from './waiters.js';
+import type { AcquireWaits } from './acquire-wait.js';
+import type { Clock } from './clock.js';
+import type { ContentionAnswers } from './contention-answers.js';
+import type { FleetCoordinator } from './fleet.js';
+import type { Handoffs } from './handoffs.js';
+import type { ContendedKey, LockInsight } from './insight.js';
+import type { LockReads } from './lock-reads.js';
+import { wireServiceParts, type LockServiceOptions } from './service-parts.js';
+import type { SessionPrincipals } from './session-principals.js';
+import { refused, type KillOutcome, type Sessions, type SessionView } from './sessions.js';
+import type { StoreHealth } from './store-health.js';
+import type { WaitRecords } from './wait-records.js';
+import type { WaitStrategy } from './wait-strategy.js';
+import type { WaiterRegistry } from './waiters.js';
 
 export type { KillOutcome, SessionView } from './sessions.js';
-
-/** Keys of its contention window an instance publishes to the fleet (bounded, so the heartbeat stays small). */
-const PUBLISHED_TOP_KEYS = 64;
-
-export interface LockServiceOptions {
-  clock?: Clock;
-  random?: RandomSource;
-  contentionBudget?: ContentionBudgetConfig;
-  /** Polling wait (stores without a ReleaseWaiter): first delay cap and the ceiling. */
-  pollBaseMillis?: number;
-  pollMaxMillis?: number;
-  /** Concurrent server-side waits one session may have here; more are 429 CONTENTION_EXCEEDED. */
-  maxWaitsPerSession?: number;
-  insight?: LockInsightOptions;
-  /** The sealer the store seals with: verification checks links with the same key. */
-  auditSealer?: AuditSealer;
-  /** Fleet-wide wait state and deadlock checks (stores with FleetWaitState). */
-  fleet?: FleetOptions;
-  /** With a healthy ReleaseFeed, a parked wait still re-tries this often (a missed notification costs at most this). */
-  feedRecheckMillis?: number;
-  /**
-   * What this instance publishes to the fleet with each heartbeat (FleetWaitState.instancePublications),
-   * e.g. its contention top-K summary so A7 can merge every instance's. Must be JSON.
-   */
-  publication?: () => unknown;
-  /** Store call timeout and probe interval of the health state (store-health.ts). */
-  storeHealth?: StoreHealthOptions;
-}
+export type { LockServiceOptions } from './service-parts.js';
 
 export class LockService {
   /** The store behind the health check: calls feed the health state, and most are refused at once while it is down. */
   readonly store: LockStore;
   /** This server's one view of whether its store answers (lock_store_up). */
   readonly storeHealth: StoreHealth;
-  readonly waiters = new WaiterRegistry();
+  readonly waiters: WaiterRegistry;
   /** Contention top-K, per-key history, wait graph, lock_hold_seconds (issue 14). */
   readonly insight: LockInsight;
   /** This instance's part in the fleet (instance registry, deadlock checks), when the store keeps wait state. */
@@ -74,6 +46,7 @@ export class LockService {
   private readonly sessions: Sessions;
   private readonly reads: LockReads;
   private readonly principals: SessionPrincipals;
+  private readonly handoffs: Handoffs;
 
   constructor(
     rawStore: LockStore,
@@ -81,53 +54,24 @@ export class LockService {
     private readonly events: LockEvents,
     options: LockServiceOptions = {},
   ) {
-    const clock = (this.clock = options.clock ?? systemClock);
-    this.storeHealth = new StoreHealth(
-      () => rawStore.ping(),
-      {
-        down: (fact) => this.events.storeDown(fact),
-        up: (fact) => {
-          this.events.storeUp(fact);
-          // Waits that rode out the outage try again now, not at their next poll.
-          this.waiters.wakeAll();
-          void this.records?.flushUnended();
-        },
-      },
-      options.storeHealth ?? DEFAULT_STORE_HEALTH,
-    );
-    const store = (this.store = healthCheckedStore(rawStore, this.storeHealth));
-    const budget = new ContentionBudget(options.contentionBudget ?? DEFAULT_CONTENTION_BUDGET, clock);
-    this.auditSealer = options.auditSealer ?? createAuditSealer();
-    const insight = (this.insight = new LockInsight(store, this.waiters, events, () => clock.now(), options.insight));
-    this.contention = new ContentionAnswers(budget, insight, events, options.maxWaitsPerSession ?? 32);
-    this.fleet = store.fleet
-      ? new FleetCoordinator(
-          store.fleet,
-          this.waiters,
-          {
-            liveInstances: (count) => budget.setInstanceCount(count),
-            // By default an instance publishes its contention window (the top 64 keys) for A7.
-            publication: options.publication ?? (() => ({ contentionTop: truncateSummary(insight.contention.summary(), PUBLISHED_TOP_KEYS) })),
-            checkFailed: (error) => this.events.fleetCheckFailed({ requestId: 'fleet-check' }, { message: `fleet check: ${error.message}` }),
-            storeUp: () => this.storeHealth.up,
-            recordAgain: (waiter) => this.records?.begin(waiter) ?? Promise.resolve(),
-          },
-          options.fleet,
-        )
-      : null;
-    // Chosen once, from what the store offers: core never asks per call what the store can do.
-    const poller = new Poller({ clock, random: options.random ?? Math.random, baseMillis: options.pollBaseMillis ?? 25, maxMillis: options.pollMaxMillis ?? 500 });
-    this.strategy = chooseWaitStrategy(store, poller, this.waiters, clock, options.feedRecheckMillis ?? FEED_RECHECK_MILLIS);
-    this.records =
-      store.fleet && this.fleet
-        ? new WaitRecords(store.fleet, this.fleet.instanceId, this.storeHealth, clock, (grant, session) => void this.giveBack(grant, session))
-        : null;
-    const { waiters, strategy, records, contention } = this;
-    this.waits = new AcquireWaits({ clock, waiters, strategy, poller, records, contention, events, insight });
-    this.principals = new SessionPrincipals(store);
-    const { principals } = this;
-    this.sessions = new Sessions({ store, events, health: this.storeHealth, waiters, waits: this.waits, budget, principals, insight, records });
-    this.reads = new LockReads(store, waiters, insight, this.fleet);
+    const parts = wireServiceParts(rawStore, events, options);
+    ({
+      clock: this.clock,
+      store: this.store,
+      storeHealth: this.storeHealth,
+      waiters: this.waiters,
+      insight: this.insight,
+      fleet: this.fleet,
+      auditSealer: this.auditSealer,
+      contention: this.contention,
+      strategy: this.strategy,
+      waits: this.waits,
+      records: this.records,
+      sessions: this.sessions,
+      reads: this.reads,
+      principals: this.principals,
+      handoffs: this.handoffs,
+    } = parts);
   }
 
   /**
@@ -237,7 +181,7 @@ export class LockService {
       }
     } finally {
       const unanswered = await wait.close();
-      if (unanswered) void this.giveBack(unanswered, req.session);
+      if (unanswered) void this.handoffs.giveBack(unanswered, req.session);
     }
   }
 
@@ -265,9 +209,7 @@ export class LockService {
     if (result.kind !== 'released') throw refused(result, req.session.sessionId);
     const { lock } = result;
     this.insight.ended(lock, { outcome: 'released' });
-    // Handed to a wait (FIFO handoff): told at once if it waits here, else by the store's feed.
-    if (result.handedTo) this.waiters.handedOff(result.handedTo);
-    else this.waiters.keyReleased(req.key);
+    this.handoffs.released(req.key, result);
     this.events.released(ctx, {
       key: lock.key,
       sessionId: lock.sessionId,
@@ -385,22 +327,6 @@ export class LockService {
   }
 
   // ---- internals ----------------------------------------------------------
-
-  /**
-   * A grant a release handed to a wait whose acquire left without it (aborted, refused, its
-   * record's end raced its deadline): given back at once so the key moves on, not at its TTL.
-   * Quiet: no grant was ever answered or announced for it.
-   */
-  private async giveBack(grant: HeldLock, session: SessionCredential): Promise<void> {
-    try {
-      const result = await this.store.release({ key: grant.key, session, fencingToken: grant.fencingToken });
-      if (result.kind !== 'released') return;
-      if (result.handedTo) this.waiters.handedOff(result.handedTo);
-      else this.waiters.keyReleased(grant.key);
-    } catch {
-      // The store is unreachable: the grant ends at its TTL or with its session.
-    }
-  }
 
   /** A contended attempt, charged to the session and its principal's fair share (the store has checked the token). */
   private async contended(who: { key: string; sessionId: string }, holder: HeldLock | null, ctx: EventContext) {

@@ -5,7 +5,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../lock/config.js';
@@ -155,8 +155,11 @@ export function sharedPostgres(): Promise<PostgresCluster> {
  * Also a template for `PgliteDatabase.open(dir, template)`.
  */
 export async function pgliteTemplate(): Promise<Blob> {
-  const schema = readFileSync(new URL('../../lock/store/sql/schema.ts', import.meta.url));
-  const hash = createHash('sha256').update(schema).digest('hex').slice(0, 16);
+  // Keyed by every migration's text: a changed migration makes a new template.
+  const migrations = new URL('../../lock/store/sql/migrations/', import.meta.url);
+  const hashing = createHash('sha256').update(readFileSync(new URL('../../lock/store/sql/schema.ts', import.meta.url)));
+  for (const name of readdirSync(migrations).sort()) hashing.update(readFileSync(new URL(name, migrations)));
+  const hash = hashing.digest('hex').slice(0, 16);
   const cacheDir = path.join(tmpdir(), 'holdfast-pglite-templates');
   const file = path.join(cacheDir, `${hash}.tar`);
   if (existsSync(file)) return new Blob([readFileSync(file)]);

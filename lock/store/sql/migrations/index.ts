@@ -1,0 +1,10 @@
+/** Every migration, in the order they run. */
+import type { Migration } from './migration.js';
+import { v1 } from './v1-tables.js';
+import { v2 } from './v2-session-tokens.js';
+import { v3 } from './v3-fleet.js';
+import { v4 } from './v4-acquire-batch.js';
+import { v5 } from './v5-session-opener.js';
+import { v6 } from './v6-release-handoff.js';
+
+export const MIGRATIONS: readonly Migration[] = [v1, v2, v3, v4, v5, v6];
