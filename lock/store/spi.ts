@@ -44,7 +44,8 @@
  * - FleetWaitState with `handsOff` (SQL): a release hands the key to the oldest recorded wait
  *   that can take it in the releasing statement (FIFO in that fleet-wide order); the handed wait
  *   stops counting in the same write, is announced on the release feed with its grant, and its
- *   endWait answers the grant (so a wait leaving without the key can give it back). A release
+ *   endWait answers the grant (so a wait leaving without the key can give it back). A wait
+ *   granted by a try ends in that grant's write, so no later release hands it the key. A release
  *   never waits for a wait's or a session's row lock to hand off: it passes such a wait over.
  */
 import type {

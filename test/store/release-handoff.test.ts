@@ -144,6 +144,26 @@ describe.each(['postgres', 'embedded'] as const)('release handoff on %s', (backe
     expect(new Set(handed.map((g) => g.fencingToken)).size).toBe(keys.length);
   });
 
+  it("a wait ends in its grant's write: a wait granted by a try is never handed the key again later", async () => {
+    run += 1;
+    const key = `answered-${run}`;
+    const [holder, waiter, next] = await Promise.all([openTestSession(store), openTestSession(store), openTestSession(store)]);
+    const grant = await held(key, holder);
+    await waitOn(key, waiter, 'answered');
+    // The holder's grant ends without a handoff (its session closes), and the waiter's try wins the free key:
+    // its wait's record must end in that same write, before its own end is ever sent.
+    expect((await store.closeSession(holder.credential)).kind).toBe('closed');
+    const won = await held(key, waiter);
+    expect(compareTokens(won.fencingToken, grant.fencingToken)).toBeGreaterThan(0);
+    expect((await fleet.waiterCounts([key])).get(key) ?? 0).toBe(0);
+    expect((await store.release({ key, session: waiter.credential, fencingToken: won.fencingToken })).kind).toBe('released');
+    // A later holder's release finds no stale wait of the first waiter to hand the key to.
+    const later = await held(key, next);
+    const result = await store.release({ key, session: next.credential, fencingToken: later.fencingToken });
+    expect(result.kind === 'released' && result.handedTo).toBeFalsy();
+    expect(await store.readLock(key)).toBeNull();
+  });
+
   it('a refused release changes nothing and hands nothing', async () => {
     run += 1;
     const key = `refused-${run}`;

@@ -18,13 +18,22 @@ export interface AcquireRequest {
 /** One row per request: `kind` is granted | existing | held | session_not_found | unauthenticated | retry. */
 export type AcquireRow = Row & { kind: string };
 
-const BATCH_SQL = `SELECT r_index AS index, r_kind AS kind, r_key AS key, r_session_id AS session_id, r_owner AS owner,
-    r_fencing_token AS fencing_token, r_ttl_millis AS ttl_millis, r_granted_at AS granted_at, r_expires_at AS expires_at
-  FROM holdfast_try_acquire_batch($1::text[], $2::text[], $3::text[], $4::integer[])`;
+/**
+ * A wait ends in the same write as its grant: the session's recorded waits on a key it is granted
+ * (or already holds) go in the granting statement. Else a release could hand the key to the
+ * record of a wait already answered (its end not yet sent), and the session would hold it unawares.
+ */
+const withWaitsEnded = (select: string) => `WITH r AS (${select}),
+  ended AS (DELETE FROM holdfast_waiters w USING r WHERE r.kind IN ('granted', 'existing') AND w.key = r.key AND w.session_id = r.session_id)
+  SELECT * FROM r`;
 
-const SINGLE_SQL = `SELECT r_kind AS kind, r_key AS key, r_session_id AS session_id, r_owner AS owner, r_fencing_token AS fencing_token,
+const BATCH_SQL = withWaitsEnded(`SELECT r_index AS index, r_kind AS kind, r_key AS key, r_session_id AS session_id, r_owner AS owner,
+    r_fencing_token AS fencing_token, r_ttl_millis AS ttl_millis, r_granted_at AS granted_at, r_expires_at AS expires_at
+  FROM holdfast_try_acquire_batch($1::text[], $2::text[], $3::text[], $4::integer[])`);
+
+const SINGLE_SQL = withWaitsEnded(`SELECT r_kind AS kind, r_key AS key, r_session_id AS session_id, r_owner AS owner, r_fencing_token AS fencing_token,
     r_ttl_millis AS ttl_millis, r_granted_at AS granted_at, r_expires_at AS expires_at
-  FROM holdfast_try_acquire($1::text, $2::text, $3::text, $4::integer)`;
+  FROM holdfast_try_acquire($1::text, $2::text, $3::text, $4::integer)`);
 
 /** Runs `batch` in as few calls as keys allow (one, unless a key repeats); rows in request order. */
 export async function acquireInRounds(db: Queryable, batch: readonly AcquireRequest[]): Promise<AcquireRow[]> {
