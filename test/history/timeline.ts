@@ -59,7 +59,7 @@ ${report.stats.ops} ops, ${report.stats.grants} grants, ${report.stats.unknown} 
 <pre>${esc(text)}</pre>
 <div class="box">${closeUp}</div>
 <h2>Whole run</h2>
-<p>Key lanes: certainly-held intervals of each grant (solid) and the part that depends on unanswered operations (pale). Red band: the finding's window. Nemesis lane: faults.</p>
+<p>Key lanes: when some grant of the key was certainly held (holds less than a pixel apart drawn as one). Red band: the finding's window. Nemesis lane: faults. In the close-up, the pale part of a hold is what depends on unanswered operations.</p>
 <div class="box">${overview}</div>
 <p>Legend: ${Object.entries(COLORS).map(([f, c]) => `<span style="color:${c}">■</span> ${f}`).join(' &nbsp; ')}; dashed outline = unknown outcome, grey fill = refused.</p>
 </body></html>
@@ -91,7 +91,27 @@ function svgFor(history: History, grants: Map<string, GrantFacts>, window: [numb
   lanes.forEach((lane, i) => parts.push(`<text x="4" y="${30 + i * LANE + 12}" font-size="11">${esc(lane.slice(0, 26))}</text>`));
   const involved = new Set(focus?.ops ?? []);
   const focusTokens = new Set(focus ? [...grants.values()].filter((g) => g.ops.some((i) => involved.has(i))).map((g) => g.token) : []);
-  for (const g of grants.values()) {
+  if (!detailed) {
+    // The whole run: per key, holds closer than a pixel merge into one bar (a long run has tens of thousands).
+    const pixel = span / (WIDTH - LABEL - 10);
+    for (const key of keys) {
+      const spans = [...grants.values()]
+        .filter((g) => g.key === key)
+        .map((g) => heldInterval(g, 'certain'))
+        .filter((i): i is [number, number] => i !== undefined)
+        .map(([a, b]): [number, number] => [a, Number.isFinite(b) ? b : t1])
+        .sort((a, b) => a[0] - b[0]);
+      const merged: [number, number][] = [];
+      for (const [a, b] of spans) {
+        const last = merged.at(-1);
+        if (last && a - last[1] < pixel) last[1] = Math.max(last[1], b);
+        else merged.push([a, b]);
+      }
+      const y = 30 + keys.indexOf(key) * LANE + 2;
+      for (const [a, b] of merged) parts.push(`<rect x="${x(a)}" y="${y}" width="${Math.max(1, x(b) - x(a))}" height="${LANE - 4}" fill="#27ae60"/>`);
+    }
+  }
+  for (const g of detailed ? grants.values() : []) {
     const certain = heldInterval(g, 'certain');
     const acked = heldInterval(g, 'acked');
     const y = 30 + keys.indexOf(g.key) * LANE + 2;

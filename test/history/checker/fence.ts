@@ -6,7 +6,7 @@
  */
 import type { HistoryOp } from '../format.js';
 import type { Finding } from './findings.js';
-import { heldInterval, type Model } from './model.js';
+import { grantId, heldInterval, type Model } from './model.js';
 import { describe, ms } from './mutex.js';
 
 const tokenValue = (op: HistoryOp) => BigInt(String(op.args.fencingToken));
@@ -42,7 +42,7 @@ export function checkFence(model: Model): Finding[] {
     }
     for (const w of list) {
       if (w.result?.accepted !== false) continue;
-      const grant = model.grants.get(String(w.args.fencingToken));
+      const grant = model.grants.get(grantId(key, String(w.args.fencingToken)));
       const held = grant && heldInterval(grant, 'certain');
       if (!grant || !held || !(held[0] <= w.invokeAt && w.completeAt <= held[1])) continue;
       findings.push({

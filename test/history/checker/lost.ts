@@ -8,7 +8,7 @@
  */
 import type { HistoryOp } from '../format.js';
 import type { Finding } from './findings.js';
-import { heldInterval, tokenOf, type GrantFacts, type Model } from './model.js';
+import { grantId, heldInterval, tokenOf, type GrantFacts, type Model } from './model.js';
 import { describe, ms } from './mutex.js';
 
 const inside = (held: [number, number] | undefined, op: HistoryOp) => held !== undefined && held[0] <= op.invokeAt && op.completeAt <= held[1];
@@ -31,7 +31,7 @@ function lostGrants(model: Model): Finding[] {
       }
     }
     if ((op.f === 'renew' || op.f === 'release') && op.outcome === 'fail' && op.error?.code === 'LOCK_LOST') {
-      const g = model.grants.get(String(op.args.fencingToken));
+      const g = model.grants.get(grantId(op.key, String(op.args.fencingToken)));
       if (g && inside(heldInterval(g, 'certain'), op)) {
         findings.push(lost(g, op, `${op.f} of token ${g.token} was answered LOCK_LOST during [${ms(op.invokeAt)}, ${ms(op.completeAt)}] while it was certainly held`));
       }
@@ -78,23 +78,24 @@ function lostReleases(model: Model): Finding[] {
   const findings: Finding[] = [];
   // The first acknowledged end of each grant: a release of its token, a revoke that names it, a close or kill of its session.
   const ended = new Map<string, HistoryOp>();
-  const note = (token: string, op: HistoryOp) => {
-    const seen = ended.get(token);
-    if (!seen || op.completeAt < seen.completeAt) ended.set(token, op);
+  const note = (id: string, op: HistoryOp) => {
+    const seen = ended.get(id);
+    if (!seen || op.completeAt < seen.completeAt) ended.set(id, op);
   };
   for (const op of model.ops) {
     if (op.outcome !== 'ok') continue;
-    if (op.f === 'release') note(String(op.args.fencingToken), op);
-    if (op.f === 'revoke' && op.result?.outcome === 'REVOKED') note(String(op.result.revokedFencingToken), op);
+    if (op.key === undefined && op.f !== 'close' && op.f !== 'kill') continue;
+    if (op.f === 'release') note(grantId(op.key!, String(op.args.fencingToken)), op);
+    if (op.f === 'revoke' && op.result?.outcome === 'REVOKED') note(grantId(op.key!, String(op.result.revokedFencingToken)), op);
     if (op.f === 'close' || op.f === 'kill') {
-      for (const g of model.grants.values()) if (g.sessionId === op.sessionId) note(g.token, op);
+      for (const g of model.grants.values()) if (g.sessionId === op.sessionId && g.createLo.at < op.completeAt) note(grantId(g.key, g.token), op);
     }
   }
   for (const op of model.ops) {
     if (op.outcome !== 'ok') continue;
     const token = op.f === 'read' ? (op.result?.held === true ? String(op.result.fencingToken) : undefined) : op.f === 'renew' ? tokenOf(op) : undefined;
-    if (token === undefined) continue;
-    const end = ended.get(token);
+    if (token === undefined || op.key === undefined) continue;
+    const end = ended.get(grantId(op.key, token));
     if (!end || op.invokeAt <= end.completeAt) continue;
     findings.push({
       rule: 'lost-release',

@@ -60,11 +60,18 @@ export interface GrantFacts {
   ops: number[];
 }
 
+/**
+ * A grant is named by key and token: tokens are meant to be unique across keys, but a build that
+ * reuses them (token-reused) must still be judged key by key, not have two grants merged into one.
+ */
+export const grantId = (key: string, token: string) => `${key}\u0000${token}`;
+
 export interface Model {
   ops: HistoryOp[];
   sessions: Map<string, SessionFacts>;
+  /** By grantId. */
   grants: Map<string, GrantFacts>;
-  /** Answers that say the grant was gone (LOCK_LOST, a read showing another holder), by token. */
+  /** Answers that say the grant was gone (LOCK_LOST, a read showing another holder), by grantId. */
   goneEvidence: Map<string, HistoryOp[]>;
   /** Session-scoped answers of 404 SESSION_NOT_FOUND, by session. */
   sessionGoneEvidence: Map<string, HistoryOp[]>;
@@ -144,13 +151,13 @@ export function buildModel(ops: HistoryOp[], options: CheckOptions = DEFAULT_OPT
     if (op.f !== 'acquire' || op.outcome !== 'ok') continue;
     const token = tokenOf(op);
     if (token === undefined || !op.key || !op.sessionId) continue;
-    const known = grants.get(token);
+    const known = grants.get(grantId(op.key, token));
     if (known) {
       known.ops.push(op.index);
       if (op.completeAt < known.createHi.at) known.createHi = { at: op.completeAt, op: op.index, why: 'first answer with this token' };
       continue;
     }
-    grants.set(token, {
+    grants.set(grantId(op.key, token), {
       token,
       value: BigInt(token),
       key: op.key,
@@ -219,7 +226,7 @@ export function buildModel(ops: HistoryOp[], options: CheckOptions = DEFAULT_OPT
         ((op.f === 'renew' || op.f === 'release') && op.outcome === 'fail' && op.error?.code === 'LOCK_LOST' && str(op.args.fencingToken) === grant.token) ||
         // A read counts only once the grant certainly existed: before that, "not held" says nothing.
         (op.f === 'read' && op.outcome === 'ok' && op.invokeAt > grant.createHi.at && shows !== grant.token);
-      if (saysGone) push(goneEvidence, grant.token, op);
+      if (saysGone) push(goneEvidence, grantId(grant.key, grant.token), op);
     }
     const session = sessions.get(grant.sessionId);
     const sessionCertain = session?.certainEnd ?? { at: -Infinity, op: -1, why: 'session never seen opened' };

@@ -6,7 +6,7 @@
  * (a LOCK_LOST, a read naming another holder, a SESSION_NOT_FOUND).
  */
 import type { Finding } from './findings.js';
-import { heldInterval, type Bound, type GrantFacts, type Model } from './model.js';
+import { grantId, heldInterval, type Bound, type GrantFacts, type Model } from './model.js';
 
 export function checkMutex(model: Model): Finding[] {
   const findings: Finding[] = [];
@@ -65,7 +65,7 @@ function classify(model: Model, key: string, a: GrantFacts, b: GrantFacts): Find
 
 /** An answer shows `gone` ended before `other` was certainly made: the overlap never happened. */
 function settled(model: Model, gone: GrantFacts, other: GrantFacts): boolean {
-  const evidence = [...(model.goneEvidence.get(gone.token) ?? []), ...(model.sessionGoneEvidence.get(gone.sessionId) ?? [])];
+  const evidence = [...(model.goneEvidence.get(grantId(gone.key, gone.token)) ?? []), ...(model.sessionGoneEvidence.get(gone.sessionId) ?? [])];
   return evidence.some((op) => op.invokeAt >= gone.createLo.at && op.completeAt <= other.createHi.at);
 }
 

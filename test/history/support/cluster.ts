@@ -39,7 +39,6 @@ export interface Instance {
   readonly url: string;
   server: ServerProcess;
   readonly port: number;
-  paused: boolean;
 }
 
 /** One fault, started: what it hit, and how to end it. */
@@ -106,18 +105,16 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       const port = await freePort();
       const server = await spawn(port);
       const proxy = await startBlackholeProxy({ host: '127.0.0.1', port });
-      instances.push({ label: String.fromCharCode(65 + i), proxy, url: `http://127.0.0.1:${proxy.port}`, server, port, paused: false });
+      instances.push({ label: String.fromCharCode(65 + i), proxy, url: `http://127.0.0.1:${proxy.port}`, server, port });
     }
   } catch (error) {
     await stop();
     throw error;
   }
 
-  const restart = async (instance: Instance) => {
+  const kill = async (instance: Instance) => {
     instance.server.child.kill('SIGKILL');
     await instance.server.exited;
-    instance.paused = false;
-    instance.server = await spawn(instance.port);
   };
 
   const faults = (): Record<string, FaultAction> => {
@@ -125,20 +122,23 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       'pause-server': async (pick) => {
         const instance = instances[pick(instances.length)]!;
         instance.server.child.kill('SIGSTOP');
-        instance.paused = true;
         return {
           target: instance.label,
           heal: async () => {
             instance.server.child.kill('SIGCONT');
-            instance.paused = false;
           },
         };
       },
       'kill-server': async (pick) => {
         const instance = instances[pick(instances.length)]!;
-        // The outage is the restart itself: PGlite reopening its directory, a fresh process.
-        await restart(instance);
-        return { target: instance.label, heal: async () => {} };
+        // A crash, then a supervisor's restart on the same port and data (the restart's own time adds to the outage).
+        await kill(instance);
+        return {
+          target: instance.label,
+          heal: async () => {
+            instance.server = await spawn(instance.port);
+          },
+        };
       },
       blackhole: async (pick) => {
         const instance = instances[pick(instances.length)]!;

@@ -29,7 +29,7 @@ export function plantBug(bug: PlantedBug, store: LockStore, options: { skewMilli
   const overrides = overridesFor(bug, store, options.skewMillis ?? 1500);
   return new Proxy(store, {
     get(target, prop, receiver) {
-      if (typeof prop === 'string' && prop in overrides) return overrides[prop as keyof LockStore];
+      if (typeof prop === 'string' && prop in overrides) return overrides[prop as keyof Overrides];
       const value = Reflect.get(target, prop, receiver) as unknown;
       return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
     },
