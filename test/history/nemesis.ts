@@ -4,7 +4,8 @@
  * when it starts, complete when it is healed). Faults start by the workload's
  * progress (every 15–45 steps), not by the clock, so a slow machine sees as
  * many faults per operation as a fast one; each lasts 0.3–3 s of real time
- * (a fault that stops progress could not be ended by a step count).
+ * (a fault that stops progress could not be ended by a step count). Kinds come from a
+ * seeded shuffled bag: each kind once, in a seeded order, before any repeats.
  */
 import { seededRandom } from '../../client/random.js';
 import type { HistoryRecorder } from './recorder.js';
@@ -39,6 +40,7 @@ export function startNemesis(options: NemesisOptions): NemesisRun {
   const errors: string[] = [];
   const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis));
 
+  const bag: string[] = [];
   const run = async () => {
     let next = gapMin + pick(gapMax - gapMin);
     while (kinds.length > 0) {
@@ -48,7 +50,9 @@ export function startNemesis(options: NemesisOptions): NemesisRun {
         await sleep(20);
         continue;
       }
-      const kind = kinds[pick(kinds.length)]!;
+      // A shuffled bag: every kind once before any repeats, so even a short run meets each of them.
+      if (bag.length === 0) bag.push(...shuffled(kinds, pick));
+      const kind = bag.pop()!;
       const millis = durMin + pick(durMax - durMin);
       const finish = options.recorder.invoke({ process: 'nemesis', f: 'fault', args: { kind, millis } });
       try {
@@ -67,4 +71,13 @@ export function startNemesis(options: NemesisOptions): NemesisRun {
     }
   };
   return { counts, errors, done: run() };
+}
+
+function shuffled<T>(items: readonly T[], pick: (n: number) => number): T[] {
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i -= 1) {
+    const j = pick(i + 1);
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
 }

@@ -25,6 +25,8 @@ export interface RunOptions extends ClusterOptions {
   deadlineMillis?: number;
   sessionTtlMillis?: number;
   lockTtlMillis?: number;
+  /** Steps between faults: [min, max] (default [15, 45]). */
+  gapSteps?: [number, number];
 }
 
 export interface RunResult {
@@ -64,7 +66,13 @@ export async function runHistory(options: RunOptions): Promise<RunResult> {
     const all = { ...cluster.faults(), 'client-pause': async (pick: (n: number) => number) => workload.pauseClient(pick) };
     const wanted = options.faults ?? Object.keys(all);
     const actions = Object.fromEntries(Object.entries(all).filter(([kind]) => wanted.includes(kind)));
-    const nemesis = startNemesis({ recorder, seed: options.seed, actions, progress: () => ({ steps: workload.progress, running: workload.running }) });
+    const nemesis = startNemesis({
+      recorder,
+      seed: options.seed,
+      actions,
+      ...(options.gapSteps ? { gapSteps: options.gapSteps } : {}),
+      progress: () => ({ steps: workload.progress, running: workload.running }),
+    });
     await workload.done;
     await nemesis.done;
     workloadMillis = performance.now() - workStart;

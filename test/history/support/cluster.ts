@@ -15,7 +15,8 @@ import { startEtcdCluster, type EtcdCluster } from '../../support/etcd.js';
 import { pgStartArgs, runPgProgram, startPostgres, type PostgresCluster } from '../../support/postgres.js';
 import { freePort } from '../../support/ports.js';
 import { spawnServer, type ServerProcess } from '../../support/server-process.js';
-import { sharedPostgres, type StoreName } from '../../support/server.js';
+import { pgliteTemplate, sharedPostgres, type StoreName } from '../../support/server.js';
+import { PgliteDatabase } from '../../../lock/store/sql/pglite-database.js';
 import type { PlantedBug } from './planted-bugs.js';
 
 const PLANTED_SERVER = path.resolve(import.meta.dirname, 'planted-server.ts');
@@ -87,6 +88,10 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   try {
     if (options.store === 'embedded') {
       env.HOLDFAST_DATA_DIR = path.join(workDir, 'data');
+      // The migrated schema from the suite's cached template: a fresh directory's initdb (WASM) takes
+      // 10–30 s on a busy machine, and the run is about what happens after the start, not the start.
+      const seeded = await PgliteDatabase.open(path.join(env.HOLDFAST_DATA_DIR, 'pgdata'), await pgliteTemplate(), { ownerDir: env.HOLDFAST_DATA_DIR });
+      await seeded.close();
     } else if (options.store === 'postgres') {
       if (options.ownPostgres) {
         const own = await startPostgres();
