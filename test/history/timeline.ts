@@ -75,7 +75,23 @@ function svgFor(history: History, grants: Map<string, GrantFacts>, window: [numb
   const processes = detailed
     ? [...new Set(history.ops.filter((op) => visible(op.invokeAt, op.completeAt)).map((op) => op.process))].sort()
     : ['nemesis'];
-  const lanes = [...keys.map((k) => `key ${k}`), ...processes];
+  // Close-up: holds of one key that overlap (a violation, or a hold and its pale tail) get rows of their own.
+  const rowOf = new Map<string, number>();
+  const keyRows: string[] = [];
+  for (const key of keys) {
+    const ends: number[] = [];
+    const holds = detailed ? [...grants.values()].filter((g) => g.key === key && heldInterval(g, 'acked') && visible(g.createHi.at, g.ackedEnd.at)) : [];
+    for (const g of holds.sort((a, b) => a.createHi.at - b.createHi.at)) {
+      let row = ends.findIndex((end) => end <= g.createHi.at);
+      if (row < 0) row = ends.push(0) - 1;
+      ends[row] = g.ackedEnd.at;
+      rowOf.set(`${g.key}\u0000${g.token}`, keyRows.length + row);
+    }
+    const rows = Math.max(1, ends.length);
+    for (let i = 0; i < rows; i += 1) keyRows.push(i === 0 ? `key ${key}` : `key ${key} (${i + 1})`);
+    if (!detailed) rowOf.set(key, keyRows.length - 1);
+  }
+  const lanes = [...keyRows, ...processes];
   const height = 30 + lanes.length * LANE + 10;
   const parts: string[] = [];
   // Axis.
@@ -107,14 +123,14 @@ function svgFor(history: History, grants: Map<string, GrantFacts>, window: [numb
         if (last && a - last[1] < pixel) last[1] = Math.max(last[1], b);
         else merged.push([a, b]);
       }
-      const y = 30 + keys.indexOf(key) * LANE + 2;
+      const y = 30 + rowOf.get(key)! * LANE + 2;
       for (const [a, b] of merged) parts.push(`<rect x="${x(a)}" y="${y}" width="${Math.max(1, x(b) - x(a))}" height="${LANE - 4}" fill="#27ae60"/>`);
     }
   }
   for (const g of detailed ? grants.values() : []) {
     const certain = heldInterval(g, 'certain');
     const acked = heldInterval(g, 'acked');
-    const y = 30 + keys.indexOf(g.key) * LANE + 2;
+    const y = 30 + (rowOf.get(`${g.key}\u0000${g.token}`) ?? 0) * LANE + 2;
     const stroke = focusTokens.has(g.token) ? ' stroke="#b03a2e" stroke-width="2"' : '';
     const tip = `<title>token ${g.token} session ${g.sessionId}\ncertainly held ${certain ? `${certain[0].toFixed(1)}–${certain[1].toFixed(1)} ms` : 'never'}</title>`;
     if (acked && visible(acked[0], acked[1])) {
@@ -131,7 +147,7 @@ function svgFor(history: History, grants: Map<string, GrantFacts>, window: [numb
     const lane = processes.indexOf(op.process);
     if (lane < 0 || !visible(op.invokeAt, op.completeAt)) continue;
     if (!detailed && op.f !== 'fault') continue;
-    parts.push(opBar(op, x, 30 + (keys.length + lane) * LANE + 3, involved.has(op.index)));
+    parts.push(opBar(op, x, 30 + (keyRows.length + lane) * LANE + 3, involved.has(op.index)));
   }
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" font-family="system-ui,sans-serif">${parts.join('')}</svg>`;
 }
