@@ -154,6 +154,18 @@ describe('mutual exclusion', () => {
     expect(check(h.ops).verdict).toBe('valid');
   });
 
+  test('an unanswered blind revoke may end any later grant of its key, unless unanswered effects are bounded in time', () => {
+    const h = builder();
+    h.open('c1', 'sA', 0, 300_000);
+    h.open('c2', 'sB', 0, 300_000);
+    h.add({ process: 'admin', f: 'revoke', key: 'k', invokeAt: 100, completeAt: 3_100, outcome: 'unknown' });
+    h.acquire('c1', 'sA', 'k', '10', 60_000, 60_010);
+    h.acquire('c2', 'sB', 'k', '11', 60_200, 60_210);
+    expect(check(h.ops).verdict).toBe('indeterminate');
+    expect(rules(h.ops, 'indeterminate')).toEqual(['mutex-overlap']);
+    expect(check(h.ops, { unknownEffectWithinMillis: 30_000 }).violations.map((v) => v.rule)).toEqual(['mutex-overlap']);
+  });
+
   test('an unanswered acquire of the same session may have made the grant: its TTL may run from there', () => {
     const h = builder();
     h.open('c1', 'sA', 0);

@@ -5,7 +5,7 @@
  * run's start when there is neither) with every operation as a bar from invoke
  * to complete, the window of the finding shaded and its operations outlined.
  */
-import type { CheckReport, Finding } from './checker.js';
+import type { CheckOptions, CheckReport, Finding } from './checker.js';
 import { describeOp, renderFinding } from './checker.js';
 import { buildModel, DEFAULT_OPTIONS, heldInterval, type GrantFacts } from './checker/model.js';
 import type { History, HistoryOp } from './format.js';
@@ -31,11 +31,12 @@ const COLORS: Record<string, string> = {
 
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 
-export function renderTimeline(history: History, report: CheckReport): string {
+/** `options`: the ones the report was checked with, so the holds drawn are the ones it judged. */
+export function renderTimeline(history: History, report: CheckReport, options: Partial<CheckOptions> = {}): string {
   const ops = history.ops;
   const focus: Finding | undefined = report.violations[0] ?? report.indeterminate[0];
   const end = Math.max(1, ...ops.map((op) => (Number.isFinite(op.completeAt) ? op.completeAt : op.invokeAt)));
-  const model = buildModel(ops, DEFAULT_OPTIONS);
+  const model = buildModel(ops, { ...DEFAULT_OPTIONS, ...options });
   const overview = svgFor(history, model.grants, [0, end], undefined, false);
   let window: [number, number] = [0, Math.min(end, 5_000)];
   if (focus) {

@@ -22,9 +22,16 @@ export interface CheckOptions {
    * different rates, and stores keep instants in whole milliseconds.
    */
   slackMillis: number;
+  /**
+   * An unanswered operation takes effect, if at all, within this long of its invoke. Infinity (the
+   * default) assumes nothing: an unanswered blind revoke then may end every later grant of its key.
+   * A harness that bounds how long a request can survive (its proxies drop or delay by a bounded
+   * time, paused servers are resumed, store calls time out) may pass its bound.
+   */
+  unknownEffectWithinMillis: number;
 }
 
-export const DEFAULT_OPTIONS: CheckOptions = { slackMillis: 25 };
+export const DEFAULT_OPTIONS: CheckOptions = { slackMillis: 25, unknownEffectWithinMillis: Infinity };
 
 /** One bound with the operation that set it, so a counterexample can say why. */
 export interface Bound {
@@ -41,6 +48,8 @@ export interface SessionFacts {
   /** The session is certainly live up to here (from its open until then), in each view. */
   certainEnd: Bound;
   ackedEnd: Bound;
+  /** The earliest close or kill that may have ended it (ok or unknown), if any. */
+  cut?: Bound;
 }
 
 export interface GrantFacts {
@@ -56,6 +65,8 @@ export interface GrantFacts {
   createHi: Bound;
   certainEnd: Bound;
   ackedEnd: Bound;
+  /** The earliest operation that may have ended it (its release, a revoke, its session's close or kill), if any. */
+  cut?: Bound;
   /** Every operation about this grant (L4s that answered it, renewals, releases, reads showing it). */
   ops: number[];
 }
@@ -96,6 +107,8 @@ const mayHaveApplied = (op: HistoryOp) => op.outcome !== 'fail';
 
 export function buildModel(ops: HistoryOp[], options: CheckOptions = DEFAULT_OPTIONS): Model {
   const slack = options.slackMillis;
+  const within = options.unknownEffectWithinMillis;
+  const opAt = new Map(ops.map((op) => [op.index, op]));
   const byIndex = [...ops].sort((a, b) => a.index - b.index);
   const sessions = new Map<string, SessionFacts>();
   const grants = new Map<string, GrantFacts>();
@@ -141,6 +154,7 @@ export function buildModel(ops: HistoryOp[], options: CheckOptions = DEFAULT_OPT
       opened: open.index,
       certainEnd: later(earlier(extended, certainCut), proven),
       ackedEnd: later(earlier(extended, ackedCut), proven),
+      ...(certainCut.op >= 0 ? { cut: certainCut } : {}),
     });
   }
 
@@ -179,7 +193,11 @@ export function buildModel(ops: HistoryOp[], options: CheckOptions = DEFAULT_OPT
     // Any earlier L4 of this session on this key that may have been applied could have made this grant
     // (an answer lost, then a retry told "your existing grant"): the TTL may run from the earliest of them.
     for (const op of acquiresBySessionKey.get(`${grant.sessionId}\u0000${grant.key}`) ?? []) {
-      const candidate = op.outcome === 'unknown' || (op.outcome === 'ok' && tokenOf(op) === grant.token);
+      // An unanswered L4 whose grant (unrenewable: nobody knew its token) would have lapsed before the first
+      // answer naming this token was even asked for cannot have made it.
+      const firstAsked = opAt.get(grant.createHi.op)!.invokeAt;
+      const reach = op.invokeAt + within + (num(op.args.ttlMillis) ?? grant.ttlMillis);
+      const candidate = (op.outcome === 'unknown' && reach >= firstAsked) || (op.outcome === 'ok' && tokenOf(op) === grant.token);
       if (candidate && op.invokeAt < grant.createLo.at && op.invokeAt <= grant.createHi.at) {
         grant.createLo = { at: op.invokeAt, op: op.index, why: op.outcome === 'unknown' ? 'an unanswered acquire of this session may have made it' : 'acquire invoked' };
       }
@@ -211,6 +229,8 @@ export function buildModel(ops: HistoryOp[], options: CheckOptions = DEFAULT_OPT
         if (op.outcome === 'ok') ends = op.result?.outcome === 'REVOKED' && str(op.result?.revokedFencingToken) === grant.token;
         else if (op.outcome === 'unknown') ends = expected === undefined || expected === grant.token;
       }
+      // An unanswered one can only end a grant that may have existed while it could still take effect.
+      if (ends && op.outcome === 'unknown' && op.invokeAt + within < grant.createLo.at) ends = false;
       if (ends) {
         certainCut = earlier(certainCut, { at: op.invokeAt, op: op.index, why: `${op.f} invoked (${op.outcome})` });
         if (op.outcome === 'ok') ackedCut = earlier(ackedCut, { at: op.invokeAt, op: op.index, why: `${op.f} invoked (ok)` });
@@ -233,6 +253,8 @@ export function buildModel(ops: HistoryOp[], options: CheckOptions = DEFAULT_OPT
     const sessionAcked = session?.ackedEnd ?? sessionCertain;
     grant.certainEnd = earlier(later(earlier(ttlEnd, certainCut), proven), withWhy(sessionCertain, 'session'));
     grant.ackedEnd = earlier(later(earlier(ttlEnd, ackedCut), proven), withWhy(sessionAcked, 'session'));
+    const cut = session?.cut ? earlier(certainCut, withWhy(session.cut, 'session')) : certainCut;
+    if (cut.op >= 0) grant.cut = cut;
     grant.ops.sort((a, b) => a - b);
     grant.ops = [...new Set(grant.ops)];
   }

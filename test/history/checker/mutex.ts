@@ -49,13 +49,14 @@ function classify(model: Model, key: string, a: GrantFacts, b: GrantFacts): Find
     };
   }
   if (start < ackedEnd && !settled(model, a, b) && !settled(model, b, a)) {
-    const cut = [a, b].filter((g) => g.certainEnd.at < g.ackedEnd.at).map((g) => `${g.token} cut at ${ms(g.certainEnd.at)} by op #${g.certainEnd.op} (${g.certainEnd.why})`);
+    const cuts = [a, b].filter((g) => g.certainEnd.at < g.ackedEnd.at && g.cut);
+    const cut = cuts.map((g) => `${g.token} may have ended at ${ms(g.cut!.at)} by op #${g.cut!.op} (${g.cut!.why})`);
     return {
       rule: 'mutex-overlap',
       verdict: 'indeterminate',
       key,
       message: `key ${JSON.stringify(key)}: tokens ${a.token} and ${b.token} overlap during [${ms(start)}, ${ms(ackedEnd)}] unless an unanswered operation ended one first: ${cut.join('; ')}`,
-      ops: [...new Set([...ops, a.ackedEnd.op, b.ackedEnd.op].filter((i) => i >= 0))].sort((x, y) => x - y),
+      ops: [...new Set([...ops, a.ackedEnd.op, b.ackedEnd.op, ...cuts.map((g) => g.cut!.op)].filter((i) => i >= 0))].sort((x, y) => x - y),
       window: [start, ackedEnd],
       reasons,
     };
