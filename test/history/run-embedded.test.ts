@@ -8,7 +8,7 @@ import { runHistory } from './run.js';
 import { expectCleanRun, keepArtifacts } from './support/run-assertions.js';
 
 test('embedded: a seeded run under faults has a history with no violation', async () => {
-  const result = await runHistory({ store: 'embedded', instances: 1, seed: 1, steps: 100, clients: 4, keys: 2, lockTtlMillis: 1_000, gapSteps: [6, 16] });
+  const result = await runHistory({ store: 'embedded', instances: 1, seed: 1, steps: 80, clients: 4, keys: 2, lockTtlMillis: 1_000, gapSteps: [5, 14] });
   keepArtifacts('ci-embedded-seed1', result);
   expectCleanRun(result, expect, { grants: 20, faults: 1 });
 }, 300_000);

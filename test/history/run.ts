@@ -49,6 +49,7 @@ export interface RunResult {
 export async function runHistory(options: RunOptions): Promise<RunResult> {
   const startedAt = performance.now();
   const cluster = await startCluster(options);
+  const startMillis = performance.now() - startedAt;
   const recorder = new HistoryRecorder();
   let workloadMillis = 0;
   try {
@@ -105,7 +106,7 @@ export async function runHistory(options: RunOptions): Promise<RunResult> {
       `${options.store}${options.plantedBug ? ` [planted: ${options.plantedBug}]` : ''} seed ${options.seed}: ${report.verdict}, ` +
       `${report.violations.length} violations, ${report.indeterminate.length} indeterminate; ${report.stats.ops} ops (${report.stats.unknown} unknown), ` +
       `${report.stats.grants} grants; faults ${JSON.stringify(nemesis.counts)}${nemesis.errors.length ? ` (${nemesis.errors.length} failed to start/heal)` : ''}; ` +
-      `fenced writes accepted ${fenced.accepted}, refused ${fenced.refused}; workload ${(workloadMillis / 1000).toFixed(1)} s, total ${(totalMillis / 1000).toFixed(1)} s`;
+      `fenced writes accepted ${fenced.accepted}, refused ${fenced.refused}; start ${(startMillis / 1000).toFixed(1)} s, workload ${(workloadMillis / 1000).toFixed(1)} s, total ${(totalMillis / 1000).toFixed(1)} s`;
     return { ...result, totalMillis, summary };
   } catch (error) {
     await cluster.stop();

@@ -106,12 +106,17 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       cleanups.push(() => started.stop());
       env.ETCD_ENDPOINTS = etcd.endpoints.join(',');
     }
-    for (let i = 0; i < count; i += 1) {
-      const port = await freePort();
-      const server = await spawn(port);
-      const proxy = await startBlackholeProxy({ host: '127.0.0.1', port });
-      instances.push({ label: String.fromCharCode(65 + i), proxy, url: `http://127.0.0.1:${proxy.port}`, server, port });
+    // Started side by side (each start is mostly waiting on its own process); a failed start still has
+    // the others killed by stop().
+    const ports = await Promise.all(Array.from({ length: count }, () => freePort()));
+    const started = await Promise.allSettled(ports.map((port) => spawn(port)));
+    for (const [i, outcome] of started.entries()) {
+      if (outcome.status === 'rejected') continue;
+      const proxy = await startBlackholeProxy({ host: '127.0.0.1', port: ports[i]! });
+      instances.push({ label: String.fromCharCode(65 + i), proxy, url: `http://127.0.0.1:${proxy.port}`, server: outcome.value, port: ports[i]! });
     }
+    const failed = started.find((outcome) => outcome.status === 'rejected');
+    if (failed) throw failed.reason;
   } catch (error) {
     await stop();
     throw error;
