@@ -1,29 +1,42 @@
 /**
  * A TCP proxy in front of a real server that can stop forwarding without closing
  * anything (a black hole: packets vanish, connections stay open, connects hang),
- * then forward again.
+ * then forward again; or forward every chunk late (a slow link), in order.
  */
 import net from 'node:net';
 
 export interface BlackholeProxy {
   port: number;
   blackhole(): void;
+  /** Forward again, at once (also ends a delay). */
   forward(): void;
+  /** Forward each chunk `millis` late, both ways, keeping each direction's order. */
+  delay(millis: number): void;
   close(): Promise<void>;
 }
 
 export async function startBlackholeProxy(target: { host: string; port: number }): Promise<BlackholeProxy> {
   let holding = false;
+  let delayMillis = 0;
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
     sockets.add(client);
     const upstream = net.connect(target);
     sockets.add(upstream);
-    const pipe = (from: net.Socket, to: net.Socket) =>
+    const pipe = (from: net.Socket, to: net.Socket) => {
+      let lastAt = 0;
       from.on('data', (chunk) => {
         // While black-holed, data is swallowed: the peer waits for an answer that never comes.
-        if (!holding) to.write(chunk);
+        if (holding) return;
+        if (delayMillis === 0 && lastAt <= Date.now()) {
+          to.write(chunk);
+          return;
+        }
+        // Never before an earlier chunk of this direction: timers due in order fire in order.
+        lastAt = Math.max(Date.now() + delayMillis, lastAt);
+        setTimeout(() => to.destroyed || to.write(chunk), lastAt - Date.now());
       });
+    };
     pipe(client, upstream);
     pipe(upstream, client);
     const end = () => {
@@ -44,6 +57,11 @@ export async function startBlackholeProxy(target: { host: string; port: number }
     },
     forward: () => {
       holding = false;
+      delayMillis = 0;
+    },
+    delay: (millis) => {
+      holding = false;
+      delayMillis = millis;
     },
     close: async () => {
       for (const socket of sockets) socket.destroy();

@@ -17,9 +17,16 @@ export interface ServerProcess {
   exited: Promise<number | string>;
 }
 
-export async function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
-  const port = await freePort();
-  const child = spawn(process.execPath, [BIN, 'server'], {
+export interface SpawnOptions {
+  /** Listen here (a restart on the port a proxy forwards to); a free port when omitted. */
+  port?: number;
+  /** Node arguments instead of the package's bin (a test-only entry, e.g. a server with a planted bug). */
+  nodeArgs?: string[];
+}
+
+export async function spawnServer(env: Record<string, string>, options: SpawnOptions = {}): Promise<ServerProcess> {
+  const port = options.port ?? (await freePort());
+  const child = spawn(process.execPath, options.nodeArgs ?? [BIN, 'server'], {
     env: { ...process.env, HOLDFAST_PORT: String(port), HOLDFAST_SWEEP_INTERVAL_MS: '200', HOLDFAST_DRAIN_DELAY_MS: '500', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
