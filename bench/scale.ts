@@ -31,7 +31,7 @@
  * bench/results/scale-heartbeat-p99.png (PNG drawn by bench/lib/png-plot.ts with node:zlib).
  */
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -59,6 +59,8 @@ const STEP_SECONDS = num('SCALE_STEP_SECONDS', 8);
 const STORM = num('SCALE_STORM_SESSIONS', 10_000);
 const ETCD_OPEN_SECONDS = num('SCALE_ETCD_OPEN_SECONDS', 120);
 const ETCD_LOCK_SECONDS = num('SCALE_ETCD_LOCK_SECONDS', 45);
+/** `heartbeat-cpu`: only the CPU per heartbeat on PostgreSQL and on etcd, same closed loop (writes results/partial/). */
+const ONLY = process.env.SCALE_ONLY ?? '';
 const PERIOD = TTL / 3;
 /**
  * TTLs a user might set, up to the API's maximum session TTL (300 s, lock/http/schemas.ts); the
@@ -379,6 +381,44 @@ interface Row {
   value: string;
 }
 
+/**
+ * CPU per heartbeat of the server process and its store, PostgreSQL then etcd, each one instance
+ * with ${CALLERS} closed-loop callers over 2,000 sessions opened over HTTP (issue 22's acceptance:
+ * etcd's server CPU per heartbeat at most 2x PostgreSQL's).
+ */
+async function heartbeatCpu(add: (label: string, value: string) => void, onPostgres: ServerProcess, postmasterPid: number) {
+  const measure = async (server: ServerProcess, storeCpu: () => number) => {
+    const sessions = await openOverHttp(server.url, 2_000);
+    await closedLoopOpened(server.url, sessions, 1);
+    const serverAt = cpuMillis(server.child.pid!);
+    const storeAt = storeCpu();
+    const window = await closedLoopOpened(server.url, sessions, STEP_SECONDS);
+    const beats = window.latencies.length + window.failures;
+    return { window, server: (cpuMillis(server.child.pid!) - serverAt) / beats, store: (storeCpu() - storeAt) / beats };
+  };
+  const row = (name: string, m: Awaited<ReturnType<typeof measure>>) =>
+    add(
+      `${name}, one instance, ${CALLERS} callers, 2,000 sessions: heartbeats/s (p99 ms), failures; CPU ms per heartbeat, server process / store`,
+      `${fmt(rateOf(m.window))} (${fmt(p99(m.window), 1)}), ${m.window.failures}; ${fmt(m.server, 3)} / ${fmt(m.store, 3)}`,
+    );
+  const postgres = await measure(onPostgres, () => clusterCpuMillis(postmasterPid));
+  row('PostgreSQL', postgres);
+  const etcd = await startEtcd();
+  try {
+    const onEtcd = await spawnServer({ HOLDFAST_STORE: 'etcd', ETCD_ENDPOINTS: etcd.endpoints.join(','), HOLDFAST_SWEEP_INTERVAL_MS: '1000' });
+    try {
+      const onEtcdCpu = await measure(onEtcd, () => cpuMillis(etcd.member.pid!));
+      row('etcd (one node)', onEtcdCpu);
+      add('etcd server CPU per heartbeat / PostgreSQL server CPU per heartbeat (target <= 2)', `${fmt(onEtcdCpu.server / postgres.server, 2)}x`);
+    } finally {
+      onEtcd.child.kill('SIGTERM');
+      await onEtcd.exited;
+    }
+  } finally {
+    await etcd.stop();
+  }
+}
+
 async function main() {
   const rows: Row[] = [];
   const add = (label: string, value: string) => {
@@ -406,6 +446,13 @@ async function main() {
     };
     servers.push(await spawnServer(env));
     const a = servers[0]!;
+    if (ONLY === 'heartbeat-cpu') {
+      await heartbeatCpu(add, a, postmasterPid);
+      const lines = [`Run ${new Date().toISOString()}, load average at the start ${startLoad}, at the end ${load()}.`, '', '| measure | value |', '| --- | --- |', ...rows.map((r) => `| ${r.label} | ${r.value} |`)];
+      mkdirSync(path.join(RESULTS, 'partial'), { recursive: true });
+      writeFileSync(path.join(RESULTS, 'partial', 'scale-heartbeat-cpu.md'), `# \`SCALE_ONLY=heartbeat-cpu npm run bench:scale\`\n\n${lines.join('\n')}\n`);
+      return;
+    }
     const db = new pg.Pool({ connectionString: databaseUrl, max: 4 });
 
     // ---- 1. acceptance: HTTP heartbeats vs raw UPDATEs, 128 callers, same sessions --------------
@@ -573,7 +620,7 @@ async function main() {
         `${fmt(rateOf(onEtcdBeats))} (${fmt(p99(onEtcdBeats), 1)}), ${onEtcdBeats.failures}`,
       );
       add(
-        'etcd: CPU ms per heartbeat, server process / etcd (a lease keep-alive plus a txn rewriting the session key and record)',
+        'etcd: CPU ms per heartbeat, server process / etcd (a lease keep-alive plus a coalesced read of the session key)',
         `${fmt(etcdServerCpu, 3)} / ${fmt(etcdCpu, 3)} (one core each would cap at ${fmt(1000 / etcdServerCpu)}/s / ${fmt(1000 / etcdCpu)}/s)`,
       );
       const etcdTtl = ttlFor('SCALE_ETCD_TTL_MS', TARGET_SESSIONS, rateOf(onEtcdBeats));
