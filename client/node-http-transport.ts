@@ -93,26 +93,23 @@ export class NodeHttpTransport implements Transport {
           headers,
         },
         (res) => {
-          let text = '';
-          res.setEncoding('utf8');
-          res.on('data', (chunk: string) => {
-            text += chunk;
-          });
+          // An answer is one chunk nearly always: decode once, at the end (UTF-8 split across chunks stays whole).
+          const chunks: Buffer[] = [];
+          res.on('data', (chunk: Buffer) => chunks.push(chunk));
           res.on('end', () => {
             if (settled) return;
             settled = true;
             signal?.removeEventListener('abort', onAbort);
+            const text = chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
             resolve(new NodeHttpResponse(res.statusCode ?? 0, res.headers, decodeBody(text)));
           });
+          // Also when the connection ends before the body does (node destroys the answer with
+          // ECONNRESET "aborted"): no answer, as if it never came.
           res.on('error', fail);
-          // The connection ended before the body did: no answer, as if it never came.
-          res.on('close', () => {
-            if (!res.complete) fail(new Error('the connection closed before the whole answer arrived'));
-          });
         },
       );
       req.on('error', fail);
-      signal?.addEventListener('abort', onAbort, { once: true });
+      signal?.addEventListener('abort', onAbort); // removed when the request settles, either way
       req.end(payload);
     });
   }
