@@ -7,7 +7,10 @@
  * same throwaway PostgreSQL, in the same run.
  *
  * Main table: every worker has its own session and its own key, so no cycle
- * contends. Two diagnostic rows per concurrency split the gap: Holdfast's SQL
+ * contends. Each store has two rows: `http-*`, a minimal keep-alive HTTP client
+ * (plain HTTP), and `sdk-*`, the same cycles through @holdfast/client as an
+ * application takes locks (issue 22); a table puts each SDK row beside its
+ * plain-HTTP row, with the client thread's CPU per cycle. Two diagnostic rows per concurrency split the gap: Holdfast's SQL
  * store called directly (no HTTP), and the raw work through a multi-row
  * coalescing prototype (bench/lib/statement-batcher.ts). Second table:
  * workers share a few hot keys and wait server-side.
@@ -26,7 +29,8 @@
  * load generator), BENCH_ONLY (comma-separated path names, e.g.
  * "raw-postgres,http-postgres": only those uncontended rows; contended, handoff
  * and etcd tables are governed by their own knobs; such a run writes
- * bench/results/partial/ and leaves foundation.md alone).
+ * bench/results/partial/ and leaves foundation.md alone). With BENCH_DIAGNOSTICS,
+ * `sdk-fetch-postgres` runs the SDK on its old FetchTransport (the global fetch).
  *
  * Writes bench/results/foundation-<date>.json and the generated section of
  * bench/results/foundation.md.
@@ -35,12 +39,14 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { startPostgres } from '../test/support/postgres.js';
-import type { HttpClientKind, KeyPattern, LoadTarget, LoadTask } from './lib/load-task.js';
+import type { HttpClientKind, KeyPattern, LoadTarget, LoadTask, SdkTransportKind } from './lib/load-task.js';
 import { createRawSchema } from './lib/raw-backend.js';
 import {
   cellTable,
   ratios,
   ratioTable,
+  sdkComparisons,
+  sdkComparisonTable,
   writeJson,
   writeMarkdownSection,
   type CellResult,
@@ -102,16 +108,21 @@ async function measure(path: PathName, concurrency: number, task: LoadTask, post
       serverThread: result.cpu.mainThreadMillis / summary.cycles,
       otherThreads: (result.cpu.nodeMillis - result.cpu.mainThreadMillis) / summary.cycles,
       postgres: result.cpu.postgresMillis === null ? null : result.cpu.postgresMillis / summary.cycles,
+      clientThread: result.cpu.clientThreadMillis === null ? null : result.cpu.clientThreadMillis / summary.cycles,
     },
     loadAverage1m: os.loadavg()[0]!,
     ...(result.meanBatchSize !== undefined ? { meanBatchSize: result.meanBatchSize } : {}),
   };
   const failed = Object.values(result.errors).reduce((a, b) => a + b, 0);
   console.log(
-    `  c=${String(concurrency).padEnd(3)} ${path.padEnd(14)} ${cell.cyclesPerSecond.toFixed(0).padStart(6)} cycles/s  p50 ${cell.p50Millis.toFixed(2)} ms  p99 ${cell.p99Millis.toFixed(2)} ms  failed ${failed}`,
+    `  c=${String(concurrency).padEnd(3)} ${path.padEnd(18)} ${cell.cyclesPerSecond.toFixed(0).padStart(6)} cycles/s  p50 ${cell.p50Millis.toFixed(2)} ms  p99 ${cell.p99Millis.toFixed(2)} ms  ` +
+      `client CPU ${cell.cpuMillisPerCycle.clientThread?.toFixed(3) ?? '—'} ms/cycle  failed ${failed}`,
   );
   return cell;
 }
+
+/** The SDK's own rows: what `new LockClient({ baseUrl })` does, or its old fetch transport. */
+const sdk = (url: string, keys: KeyPattern, transport: SdkTransportKind = 'default'): LoadTarget => ({ target: 'sdk', url, keys, transport });
 
 function task(concurrency: number, target: LoadTarget): LoadTask {
   // A fresh key space per cell: no cell inherits another's rows or dead tuples on its keys.
@@ -177,7 +188,19 @@ async function main(): Promise<void> {
             ),
           );
         }
+        if (wanted('sdk-postgres') || (DIAGNOSTICS && wanted('sdk-fetch-postgres'))) {
+          await withServer(
+            async () => startPostgresServer(await postgres.createDatabase()),
+            async (server) => {
+              if (wanted('sdk-postgres')) uncontended.push(await measure('sdk-postgres', c, task(c, sdk(server.url, own)), postmasterPid));
+              if (DIAGNOSTICS && wanted('sdk-fetch-postgres')) {
+                uncontended.push(await measure('sdk-fetch-postgres', c, task(c, sdk(server.url, own, 'fetch')), postmasterPid));
+              }
+            },
+          );
+        }
         if (wanted('http-embedded')) uncontended.push(await measure('http-embedded', c, task(c, { target: 'http', url: embedded.url, keys: own, client: HTTP_CLIENT }), null));
+        if (wanted('sdk-embedded')) uncontended.push(await measure('sdk-embedded', c, task(c, sdk(embedded.url, own)), null));
       }
 
       const contendedConcurrencies = HOT_KEYS > 0 ? CONCURRENCIES.filter((c) => c > HOT_KEYS) : [];
@@ -191,7 +214,14 @@ async function main(): Promise<void> {
               (server) => measure('http-postgres', c, task(c, { target: 'http', url: server.url, keys: hot, client: HTTP_CLIENT }), postmasterPid),
             ),
           );
+          contended.push(
+            await withServer(
+              async () => startPostgresServer(await postgres.createDatabase()),
+              (server) => measure('sdk-postgres', c, task(c, sdk(server.url, hot)), postmasterPid),
+            ),
+          );
           contended.push(await measure('http-embedded', c, task(c, { target: 'http', url: embedded.url, keys: hot, client: HTTP_CLIENT }), null));
+          contended.push(await measure('sdk-embedded', c, task(c, sdk(embedded.url, hot)), null));
         }
       }
     });
@@ -225,7 +255,7 @@ async function main(): Promise<void> {
   }
 
   if (ETCD_CONCURRENCIES.length > 0) {
-    console.log(`\netcd: Holdfast over HTTP on the etcd store vs etcd3's client.lock(), same etcd, each worker its own key.`);
+    console.log(`\netcd: Holdfast over HTTP and through the SDK on the etcd store vs etcd3's client.lock(), same etcd, each worker its own key.`);
     const etcd = await startEtcd();
     // The etcd member's CPU goes in the backend column (read from /proc like the postmaster's).
     const etcdPid = etcd.member.pid;
@@ -236,6 +266,12 @@ async function main(): Promise<void> {
           await withServer(
             () => startEtcdServer(etcd.endpoints),
             (server) => measure('http-etcd', c, task(c, { target: 'http', url: server.url, keys: own, client: HTTP_CLIENT }), etcdPid),
+          ),
+        );
+        etcdCells.push(
+          await withServer(
+            () => startEtcdServer(etcd.endpoints),
+            (server) => measure('sdk-etcd', c, task(c, sdk(server.url, own)), etcdPid),
           ),
         );
         if (DIAGNOSTICS) {
@@ -257,9 +293,15 @@ async function main(): Promise<void> {
   const loadAtEnd = loadAverage();
   const finishedAt = new Date();
   const ratioRows = ratios(uncontended);
+  const sdkRows = sdkComparisons([...uncontended, ...etcdCells]);
 
   const sections = [
     `### Uncontended — each worker its own session and its own key\n\n${cellTable(uncontended)}`,
+    ...(sdkRows.length > 0
+      ? [
+          `### Through the SDK ÷ plain HTTP — same store, same concurrency (client CPU = the load worker's own thread per cycle)\n\n${sdkComparisonTable(sdkRows)}`,
+        ]
+      : []),
     `### HTTP-postgres ÷ raw-postgres\n\n${ratioTable(ratioRows)}`,
     ...(contended.length > 0
       ? [
@@ -317,6 +359,7 @@ async function main(): Promise<void> {
     postgres: { version, fsync },
     uncontended,
     ratios: ratioRows,
+    sdkVersusHttp: sdkRows,
     contended,
     handoff,
     etcd: etcdCells,
@@ -337,7 +380,7 @@ async function main(): Promise<void> {
       `Machine: ${cpus.length} × ${cpus[0]?.model ?? 'unknown CPU'}, node ${process.version}; PostgreSQL ${version}, throwaway cluster, fsync=${fsync}.`,
       `**Load average (1/5/15 min): ${loadAtStart.join(' / ')} at start, ${loadAtEnd.join(' / ')} at end** — on ${cpus.length} cores shared with other engineers' test runs; cycles/s are depressed and noisy by that much. CPU ms per cycle are steadier than cycles/s but also rise on a busy machine (cache and scheduler effects), so compare rows of one run, not runs. *server thread* = this process's main thread (the Holdfast server; on the embedded store also PGlite, which runs on it); *load worker + other* = the load generator's worker thread plus GC/libuv helper threads (on raw and store cells the whole client side runs there: the \`pg\` pool, the batcher, the store); *postgres* = postmaster and all backends.`,
       '',
-      `HTTP client: ${HTTP_CLIENT === 'lean' ? 'a minimal keep-alive HTTP/1.1 client, one socket per worker (bench/lib/lean-http.ts), so the load generator takes as little of the 2 cores as it can' : 'node:http with a keep-alive agent, one socket per worker'}. Raw and HTTP-postgres use the same PostgreSQL cluster (separate databases); each HTTP-postgres cell gets a fresh Holdfast server with the default settings (HOLDFAST_PG_POOL_SIZE default); the raw pool has c connections. *raw-coalesced* and *store-postgres* are diagnostic rows: the raw work through the multi-row batching prototype, and Holdfast's SQL store called directly without HTTP (see the design note below).`,
+      `HTTP client: ${HTTP_CLIENT === 'lean' ? 'a minimal keep-alive HTTP/1.1 client, one socket per worker (bench/lib/lean-http.ts), so the load generator takes as little of the 2 cores as it can' : 'node:http with a keep-alive agent, one socket per worker'} for the *http-* (plain HTTP) rows; *sdk-* rows take the same locks through @holdfast/client with its default transport (one LockClient per cell, a session per worker). Raw and HTTP-postgres use the same PostgreSQL cluster (separate databases); each HTTP-postgres cell gets a fresh Holdfast server with the default settings (HOLDFAST_PG_POOL_SIZE default); the raw pool has c connections. *raw-coalesced* and *store-postgres* are diagnostic rows: the raw work through the multi-row batching prototype, and Holdfast's SQL store called directly without HTTP (see the design note below).`,
       '',
       ...sections.flatMap((s) => [s, '']),
     ].join('\n'),

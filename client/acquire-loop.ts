@@ -40,6 +40,7 @@ import type { SessionLossCause } from './errors.js';
 import type { AcquirePolicy } from './policy.js';
 import type { RoundTripEstimator } from './rtt.js';
 import { TRANSIENT_FLOOR_MILLIS } from './runtime.js';
+import { returnRequestController, takeRequestController } from './request-signals.js';
 import type { LockGrant } from './wire.js';
 
 export interface AcquireLoopParams {
@@ -93,7 +94,7 @@ export async function runAcquireLoop(p: AcquireLoopParams): Promise<AcquireLoopR
     let answer: ApiResult<LockGrant>;
     let exhausted: () => AcquireLoopResult;
     let delay: number;
-    const timeout = new AbortController();
+    const timeout = takeRequestController();
     const giveUpAt = Math.min(deadline + requestGraceMillis(p.rtt), sentAt + serverWait + p.requestTimeoutMillis);
     const timer = startTimer(clock, giveUpAt - sentAt, () =>
       timeout.abort(new DOMException('acquire budget spent while the request was unanswered', 'TimeoutError')),
@@ -121,6 +122,8 @@ export async function runAcquireLoop(p: AcquireLoopParams): Promise<AcquireLoopR
     } finally {
       timer.cancel();
     }
+    // Answered, so no request holds the signal any more (an unanswered one may still be in flight).
+    returnRequestController(timeout);
     p.rtt.observe(clock.now() - sentAt);
     // Only the server's latest word explains a later silence.
     if (answer.ok || answer.code !== 'NOT_LEADER') notLeader = undefined;

@@ -12,7 +12,7 @@
 import { context, propagation } from './otel.js';
 import { parseBackend, type BackendLabel } from './backend-label.js';
 import { NotLeaderError, ServerError, ValidationError } from './errors.js';
-import type { Transport, TransportRequest, TransportResponse } from './transport.js';
+import type { HttpMethod, Transport, TransportResponse } from './transport.js';
 import {
   isFencingToken,
   type FencingToken,
@@ -58,33 +58,15 @@ export class LockApi {
   }
 
   openSession(body: { ttlMillis?: number; owner?: string }, signal?: AbortSignal): Promise<ApiResult<SessionOpened>> {
-    return this.call(
-      { method: 'POST', path: '/v1/sessions', body, signal, headers: bearer(this.#clientToken) },
-      201,
-      isSessionOpened,
-    );
+    return this.call('POST', '/v1/sessions', body, signal, this.#clientToken, 201, isSessionOpened);
   }
 
   heartbeat(sessionId: string, sessionToken: string, signal?: AbortSignal): Promise<ApiResult<HeartbeatAck>> {
-    return this.call(
-      {
-        method: 'POST',
-        path: `/v1/sessions/${encodeURIComponent(sessionId)}/heartbeat`,
-        body: {},
-        signal,
-        headers: bearer(sessionToken),
-      },
-      200,
-      isObject,
-    );
+    return this.call('POST', `/v1/sessions/${encodeURIComponent(sessionId)}/heartbeat`, {}, signal, sessionToken, 200, isObject);
   }
 
   closeSession(sessionId: string, sessionToken: string, signal?: AbortSignal): Promise<ApiResult<undefined>> {
-    return this.call(
-      { method: 'DELETE', path: `/v1/sessions/${encodeURIComponent(sessionId)}`, signal, headers: bearer(sessionToken) },
-      204,
-      () => true,
-    );
+    return this.call('DELETE', `/v1/sessions/${encodeURIComponent(sessionId)}`, undefined, signal, sessionToken, 204, anyBody);
   }
 
   acquire(
@@ -93,11 +75,7 @@ export class LockApi {
     sessionToken: string,
     signal?: AbortSignal,
   ): Promise<ApiResult<LockGrant>> {
-    return this.call(
-      { method: 'POST', path: lockPath(key, 'acquire'), body, signal, headers: bearer(sessionToken) },
-      200,
-      isGrant,
-    );
+    return this.call('POST', lockPath(key, 'acquire'), body, signal, sessionToken, 200, isGrant);
   }
 
   renew(
@@ -106,11 +84,7 @@ export class LockApi {
     sessionToken: string,
     signal?: AbortSignal,
   ): Promise<ApiResult<LockGrant>> {
-    return this.call(
-      { method: 'POST', path: lockPath(key, 'renew'), body, signal, headers: bearer(sessionToken) },
-      200,
-      isGrant,
-    );
+    return this.call('POST', lockPath(key, 'renew'), body, signal, sessionToken, 200, isGrant);
   }
 
   release(
@@ -119,52 +93,39 @@ export class LockApi {
     sessionToken: string,
     signal?: AbortSignal,
   ): Promise<ApiResult<Released>> {
-    return this.call(
-      { method: 'POST', path: lockPath(key, 'release'), body, signal, headers: bearer(sessionToken) },
-      200,
-      isObject,
-    );
+    return this.call('POST', lockPath(key, 'release'), body, signal, sessionToken, 200, isObject);
   }
 
   readLock(key: string, signal?: AbortSignal): Promise<ApiResult<LockInfo>> {
-    return this.call(
-      { method: 'GET', path: `/v1/locks/${encodeURIComponent(key)}`, signal, headers: bearer(this.#clientToken) },
-      200,
-      isLockInfo,
-    );
+    return this.call('GET', `/v1/locks/${encodeURIComponent(key)}`, undefined, signal, this.#clientToken, 200, isLockInfo);
   }
 
+  /** One request; `token` goes out as `Authorization: Bearer` unless absent or empty. */
   private async call<T>(
-    request: TransportRequest,
+    method: HttpMethod,
+    path: string,
+    body: unknown,
+    signal: AbortSignal | undefined,
+    token: string | undefined,
     successStatus: number,
     accept: (body: unknown) => boolean,
   ): Promise<ApiResult<T>> {
+    // One headers object per request, handed to the transport as is (this is every L4 and L6).
+    const headers: Record<string, string> = token === undefined || token === '' ? {} : { authorization: `Bearer ${token}` };
     // Carry the caller's trace context so the server's lock.acquire span joins the SDK's.
-    const headers: Record<string, string> = {};
     propagation.inject(context.active(), headers);
-    const response = await this.transport.send({ ...request, headers: { ...request.headers, ...headers } });
-    const answered: Answered = {
-      status: response.status,
-      requestId: response.header('x-request-id') ?? undefined,
-      backend: parseBackend(response.header('holdfast-backend')),
-    };
-    if (response.status === successStatus) {
+    const response = await this.transport.send({ method, path, body, headers, signal });
+    const status = response.status;
+    const requestId = response.header('x-request-id') ?? undefined;
+    const backend = parseBackend(response.header('holdfast-backend'));
+    if (status === successStatus) {
       if (!accept(response.body)) {
-        throw new ServerError(
-          response.status,
-          'UNKNOWN',
-          `unexpected ${request.method} ${request.path} body: ${preview(response.body)}`,
-          answered.requestId,
-        );
+        throw new ServerError(status, 'UNKNOWN', `unexpected ${method} ${path} body: ${preview(response.body)}`, requestId);
       }
-      return { ok: true, value: response.body as T, ...answered };
+      return { ok: true, value: response.body as T, status, requestId, backend };
     }
-    return { ok: false, ...answered, ...decodeError(response) };
+    return { ok: false, status, requestId, backend, ...decodeError(response) };
   }
-}
-
-function bearer(token: string | undefined): Record<string, string> {
-  return token === undefined || token === '' ? {} : { authorization: `Bearer ${token}` };
 }
 
 function lockPath(key: string, action: string): string {
@@ -203,6 +164,10 @@ function preview(body: unknown): string {
       ? body
       : JSON.stringify(body, (field, value: unknown) => (field === 'sessionToken' ? '[redacted]' : value));
   return text === undefined ? '(empty)' : text.slice(0, 200);
+}
+
+function anyBody(): boolean {
+  return true;
 }
 
 function isObject(body: unknown): boolean {

@@ -21,6 +21,7 @@ import type { ClientRuntime } from './runtime.js';
 import { LockSession } from './session.js';
 import { AcquireTracer } from './tracing.js';
 import { retryTransient, SHORT_BUDGET } from './transient.js';
+import { NodeHttpTransport } from './node-http-transport.js';
 import { FetchTransport, type Transport } from './transport.js';
 import { TokenWatermark } from './watermark.js';
 import type { LockInfo } from './wire.js';
@@ -34,7 +35,11 @@ export interface LockClientOptions {
    * Required unless `transport` is given.
    */
   baseUrl?: string | readonly string[];
-  /** Replaces HTTP-over-fetch (simulations, custom agents). */
+  /**
+   * Replaces the default HTTP transport (node:http with a keep-alive pool per
+   * endpoint): simulations, your own agent (`new NodeHttpTransport(url, { agent })`),
+   * or `new FetchTransport(url)` where node:http is missing.
+   */
   transport?: Transport;
   /**
    * Bearer token for opening sessions (L1) and reading locks (L7), needed when the
@@ -131,8 +136,13 @@ function transportFor(baseUrl: string | readonly string[] | undefined): Transpor
   if (urls.length === 0 || urls.some((url) => typeof url !== 'string' || url === '')) {
     throw new ValidationError('LockClient needs a baseUrl (e.g. http://127.0.0.1:7070, or a list of them) or a transport');
   }
-  if (urls.length === 1) return new FetchTransport(urls[0]!);
-  return new EndpointsTransport(urls.map((url) => new FetchTransport(url)));
+  if (urls.length === 1) return endpointTransport(urls[0]!);
+  return new EndpointsTransport(urls.map(endpointTransport));
+}
+
+/** One pool per endpoint; a URL node:http cannot speak to goes through fetch, which fails as it always did. */
+function endpointTransport(url: string): Transport {
+  return NodeHttpTransport.supports(url) ? new NodeHttpTransport(url) : new FetchTransport(url);
 }
 
 function marginFrom(option: number | undefined): number {

@@ -46,6 +46,9 @@ export interface Timer {
  * watchdogs, which must fire even while a request is hanging.
  */
 export function startTimer(clock: Clock, ms: number, fn: () => void): Timer {
+  // Every request and every hold arms one: on the real clock a bare timer does the same job
+  // without the AbortController, promise and listener that Clock.sleep needs.
+  if (clock === systemClock) return new SystemTimer(setTimeout(fn, Math.max(0, ms)));
   const controller = new AbortController();
   clock.sleep(ms, controller.signal).then(
     () => {
@@ -56,4 +59,12 @@ export function startTimer(clock: Clock, ms: number, fn: () => void): Timer {
     },
   );
   return { cancel: () => controller.abort() };
+}
+
+class SystemTimer implements Timer {
+  constructor(private readonly handle: ReturnType<typeof setTimeout>) {}
+
+  cancel(): void {
+    clearTimeout(this.handle);
+  }
 }

@@ -43,7 +43,7 @@ export class LockHandle {
 
   /** Aborts when the lock is lost or released; pass it to the work the lock protects. */
   get signal(): AbortSignal {
-    return this.#lock.controller.signal;
+    return this.#lock.signal;
   }
 }
 
@@ -54,9 +54,15 @@ export class HeldLock {
   /** Background renewals running (one per active withLock on this key). */
   renewers = 0;
   stopRenewing: (() => void) | undefined;
-  readonly controller = new AbortController();
   readonly handle: LockHandle;
   private watchdog: Timer | undefined;
+  /**
+   * Made on the first read of `signal`: most holds end without anyone having
+   * asked for it, and then neither the controller nor the abort reason is built.
+   */
+  private controller: AbortController | undefined;
+  /** Why the lock was lost, kept for a signal first asked for afterwards. */
+  private lossReason: Error | undefined;
 
   constructor(
     readonly key: string,
@@ -69,6 +75,15 @@ export class HeldLock {
     this.armWatchdog();
   }
 
+  /** Aborted once the lock is lost or released — already so when first read after that. */
+  get signal(): AbortSignal {
+    if (this.controller === undefined) {
+      this.controller = new AbortController();
+      if (this.lost || this.released) this.controller.abort(this.endReason());
+    }
+    return this.controller.signal;
+  }
+
   /** A successful renewal sent at `sentAt` moved the conservative deadline. */
   extend(expiresAt: number): void {
     if (this.lost || this.released) return;
@@ -79,9 +94,10 @@ export class HeldLock {
   markLost(reason: Error): void {
     if (this.lost || this.released) return;
     this.lost = true;
+    this.lossReason = reason;
     this.watchdog?.cancel();
     this.stopRenewing?.();
-    this.controller.abort(reason);
+    this.controller?.abort(reason);
   }
 
   markReleased(): void {
@@ -89,9 +105,12 @@ export class HeldLock {
     this.released = true;
     this.watchdog?.cancel();
     this.stopRenewing?.();
-    if (!this.controller.signal.aborted) {
-      this.controller.abort(new DOMException(`lock ${JSON.stringify(this.key)} released`, 'AbortError'));
-    }
+    if (this.controller !== undefined && !this.controller.signal.aborted) this.controller.abort(this.endReason());
+  }
+
+  /** The first end wins: a lock lost and then released stays aborted with its loss. */
+  private endReason(): unknown {
+    return this.lossReason ?? new DOMException(`lock ${JSON.stringify(this.key)} released`, 'AbortError');
   }
 
   private armWatchdog(): void {

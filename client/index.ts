@@ -19,6 +19,8 @@ export { ManualClock } from './manual-clock.js';
 export { seededRandom, freshRandom } from './random.js';
 export type { RandomSource } from './random.js';
 export { FetchTransport } from './transport.js';
+export { NodeHttpTransport } from './node-http-transport.js';
+export type { NodeHttpTransportOptions } from './node-http-transport.js';
 export { EndpointsTransport } from './endpoints.js';
 export type { Transport, TransportRequest, TransportResponse, HttpMethod } from './transport.js';
 export { fenced, compareFencingTokens } from './fenced.js';

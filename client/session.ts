@@ -311,16 +311,10 @@ export class LockSession {
             progress,
             assertUsable: () => this.#assertUsable(),
             send: async (waitMillis, timeout) => {
-              const answer = await rt.api.acquire(
-                key,
-                {
-                  sessionId: this.sessionId,
-                  ...(ttlMillis === undefined ? {} : { ttlMillis }),
-                  ...(waitMillis > 0 ? { waitMillis } : {}),
-                },
-                this.#sessionToken,
-                timeout,
-              );
+              const body: { sessionId: string; ttlMillis?: number; waitMillis?: number } = { sessionId: this.sessionId };
+              if (ttlMillis !== undefined) body.ttlMillis = ttlMillis;
+              if (waitMillis > 0) body.waitMillis = waitMillis;
+              const answer = await rt.api.acquire(key, body, this.#sessionToken, timeout);
               this.#noteBackend(answer.backend);
               return answer;
             },

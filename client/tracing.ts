@@ -4,7 +4,7 @@
  * used — the application brings (or omits) its SDK; without one every call
  * here is a no-op. The API itself is an optional peer: without it, no spans.
  */
-import type { TracerProvider } from '@opentelemetry/api';
+import type { Tracer, TracerProvider } from '@opentelemetry/api';
 import { otelApi } from './otel.js';
 import type { TracerProviderLike } from './peer-types.js';
 
@@ -18,6 +18,9 @@ export interface AcquireSpan {
 const NO_SPAN: AcquireSpan = { setAttribute: () => NO_SPAN };
 
 export class AcquireTracer {
+  /** The tracer of the provider last resolved: one getTracer per provider, not per acquire. */
+  #tracerOf: { provider: TracerProvider; tracer: Tracer } | undefined;
+
   constructor(private readonly provider: TracerProviderLike | undefined) {}
 
   /** Run `fn` inside an active `lock.acquire` span; `fn` sets the outcome attributes. */
@@ -25,9 +28,11 @@ export class AcquireTracer {
     const api = otelApi;
     if (api === undefined) return fn(NO_SPAN);
     const { SpanKind, SpanStatusCode, trace } = api;
-    // Resolved per call so an app that registers its provider after creating the client still gets spans.
+    // Resolved per call so an app that registers its provider after creating the client still gets spans
+    // (the global proxy's tracer follows a provider registered later; `trace.disable()` makes a new proxy).
     const provider = (this.provider as TracerProvider | undefined) ?? trace.getTracerProvider();
-    const tracer = provider.getTracer(TRACER_NAME);
+    if (this.#tracerOf?.provider !== provider) this.#tracerOf = { provider, tracer: provider.getTracer(TRACER_NAME) };
+    const tracer = this.#tracerOf.tracer;
     return tracer.startActiveSpan(
       'lock.acquire',
       { kind: SpanKind.CLIENT, attributes: { 'lock.key': key } },

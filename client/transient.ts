@@ -10,6 +10,7 @@ import { Backoff } from './backoff.js';
 import { startTimer, type Clock } from './clock.js';
 import { HoldfastClientError, TransportError } from './errors.js';
 import type { RandomSource } from './random.js';
+import { returnRequestController, takeRequestController } from './request-signals.js';
 import { TRANSIENT_FLOOR_MILLIS } from './runtime.js';
 
 export interface TransientBudget {
@@ -31,7 +32,7 @@ export async function retryTransient<T>(
   const deadline = clock.now() + budget.totalMillis;
   for (let attempt = 1; ; attempt += 1) {
     const delay = TRANSIENT_FLOOR_MILLIS + backoff.delay(attempt - 1);
-    const timeout = new AbortController();
+    const timeout = takeRequestController();
     const timer = startTimer(clock, Math.max(TRANSIENT_FLOOR_MILLIS, deadline - clock.now()), () =>
       timeout.abort(new DOMException(`${what} was not answered in time`, 'TimeoutError')),
     );
@@ -39,6 +40,8 @@ export async function retryTransient<T>(
     const canRetry = (): boolean => attempt < budget.maxAttempts && deadline - clock.now() > delay;
     try {
       const answer = await op(timeout.signal);
+      timer.cancel(); // before the controller is handed back: its timer must never abort a later request
+      returnRequestController(timeout);
       if (answer.ok || answer.code !== 'NOT_LEADER' || !canRetry()) return answer;
     } catch (error) {
       if (error instanceof HoldfastClientError) throw error;

@@ -29,6 +29,15 @@ export function mainThreadCpuMillis(): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
 }
 
+/**
+ * The CPU of the thread that calls this, in ns resolution (schedstat's time on a
+ * CPU, not stat's 10-ms ticks): a load worker reads its own — the SDK or HTTP
+ * client under test, without the server beside it or the GC helper threads.
+ */
+export function currentThreadCpuMillis(): number {
+  return Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]) / 1e6;
+}
+
 /** Fields after the command name in /proc/PID/stat, which may itself contain spaces. */
 function statFields(pid: number, file = `/proc/${pid}/stat`): string[] | null {
   try {

@@ -14,9 +14,21 @@ export type KeyPattern =
 
 export type HttpClientKind = 'lean' | 'node';
 
+/**
+ * How the SDK rows send: `default` is what `new LockClient({ baseUrl })` picks (node:http with a
+ * keep-alive pool), `fetch` the FetchTransport it used before issue 22 (the comparison).
+ */
+export type SdkTransportKind = 'default' | 'fetch';
+
 export type LoadTarget =
   /** Holdfast over HTTP. */
   | { target: 'http'; url: string; keys: KeyPattern; client: HttpClientKind }
+  /**
+   * Holdfast through @holdfast/client, as an application uses it: one LockClient for the
+   * worker, each of its concurrent loops its own session; `session.acquire` then
+   * `session.release`. Hot keys use the SDK's policy with the server-side wait.
+   */
+  | { target: 'sdk'; url: string; keys: KeyPattern; transport: SdkTransportKind }
   /** The raw backend from a `pg` pool; `coalesce` = the multi-row prototype. */
   | { target: 'raw'; databaseUrl: string; coalesce: boolean }
   /** Holdfast's SQL store called in-thread, no HTTP, no core: the SQL's own cost. */
@@ -59,5 +71,7 @@ export type WorkerMessage =
       meanBatchSize?: number;
       /** Handoff cells: each acquire's own wait (sent → granted), for the starvation check. */
       waitsMillis?: number[];
+      /** CPU of the load worker's own thread inside the measured window: the client's cost alone. */
+      clientThreadCpuMillis: number | null;
     }
   | { type: 'failed'; message: string };

@@ -12,6 +12,9 @@ import pg from 'pg';
 import { PgDatabase } from '../../lock/store/sql/pg-database.js';
 import { hashSessionToken, newSessionToken } from '../../lock/core/session-token.js';
 import { SqlLockStore } from '../../lock/store/sql/sql-store.js';
+import { LockClient } from '../../client/client.js';
+import { FetchTransport } from '../../client/transport.js';
+import { currentThreadCpuMillis } from './cpu.js';
 import { JsonHttpClient, type JsonResponse } from './http-json.js';
 import { LeanHttpConnection } from './lean-http.js';
 import type { LoadTask, WorkerMessage } from './load-task.js';
@@ -34,12 +37,26 @@ class Window {
   readonly stopAt: number;
   readonly latencies: number[] = [];
   readonly errors: Record<string, number> = {};
+  #threadCpuAtStart: number | undefined;
+  #threadCpuAtEnd: number | undefined;
 
   constructor(task: LoadTask) {
     this.measureFrom = performance.now() + task.warmupSeconds * 1000;
     this.stopAt = this.measureFrom + task.seconds * 1000;
-    setTimeout(() => send({ type: 'measuring' }), task.warmupSeconds * 1000);
-    setTimeout(() => send({ type: 'measured' }), (task.warmupSeconds + task.seconds) * 1000);
+    setTimeout(() => {
+      this.#threadCpuAtStart = currentThreadCpuMillis();
+      send({ type: 'measuring' });
+    }, task.warmupSeconds * 1000);
+    setTimeout(() => {
+      this.#threadCpuAtEnd = currentThreadCpuMillis();
+      send({ type: 'measured' });
+    }, (task.warmupSeconds + task.seconds) * 1000);
+  }
+
+  /** This worker thread's CPU inside the window (null if a timer did not fire, e.g. a failed cell). */
+  get clientThreadCpuMillis(): number | null {
+    if (this.#threadCpuAtStart === undefined || this.#threadCpuAtEnd === undefined) return null;
+    return this.#threadCpuAtEnd - this.#threadCpuAtStart;
   }
 
   get open(): boolean {
@@ -133,6 +150,56 @@ async function runHttp(task: Task<'http'>): Promise<Window> {
     await Promise.all(sessions.map((id, i) => requesters[i]!.request('DELETE', `/v1/sessions/${id}`, undefined, sessionTokens[i]).catch(() => undefined)));
     heartbeats.close();
     close();
+  }
+  return window;
+}
+
+/**
+ * The same cycles as runHttp, through the SDK: one LockClient (one connection pool) for the
+ * worker, a session per loop (opened before the window, heartbeated by the SDK itself).
+ */
+async function runSdk(task: Task<'sdk'>): Promise<Window> {
+  if (!/^http:\/\/(127\.0\.0\.1|localhost)[:/]/.test(task.url)) throw new Error(`bench traffic stays on loopback; refusing ${task.url}`);
+  const transport = task.transport === 'fetch' ? new FetchTransport(task.url) : undefined;
+  const client = new LockClient(transport ? { transport } : { baseUrl: task.url });
+  const sessions = [];
+  for (let i = 0; i < task.concurrency; i += 1) sessions.push(await client.openSession({ ttlMillis: SESSION_TTL_MILLIS, owner: `bench-${i}` }));
+  const keyOf = (index: number) => (task.keys.kind === 'own' ? `${task.keyPrefix}own-${index}` : `${task.keyPrefix}hot-${index % task.keys.hotKeys}`);
+  // Hot keys: one server-side wait per attempt, as the HTTP rows do, within a budget that fits a few.
+  const options =
+    task.keys.kind === 'hot'
+      ? { ttlMillis: LOCK_TTL_MILLIS, policy: { waitMillis: task.keys.waitMillis, totalBudgetMillis: 3 * task.keys.waitMillis } }
+      : { ttlMillis: LOCK_TTL_MILLIS };
+  const window = new Window(task);
+  try {
+    await Promise.all(
+      sessions.map(async (session, index) => {
+        const key = keyOf(index);
+        while (window.open) {
+          const startedAt = performance.now();
+          let handle;
+          try {
+            handle = await session.acquire(key, options);
+          } catch (error) {
+            window.error(`acquire ${(error as Error).name}`);
+            continue;
+          }
+          if (handle === null) {
+            window.error('acquire not granted');
+            continue;
+          }
+          try {
+            await session.release(handle);
+          } catch (error) {
+            window.error(`release ${(error as Error).name}`);
+            continue;
+          }
+          window.record(startedAt);
+        }
+      }),
+    );
+  } finally {
+    await Promise.all(sessions.map((session) => session.close().catch(() => undefined)));
   }
   return window;
 }
@@ -315,6 +382,7 @@ try {
   let meanBatchSize: number | undefined;
   let waitsMillis: number[] | undefined;
   if (task.target === 'http') window = await runHttp(task);
+  else if (task.target === 'sdk') window = await runSdk(task);
   else if (task.target === 'store') window = await runStore(task);
   else if (task.target === 'handoff') ({ window, waits: waitsMillis } = await runHandoff(task));
   else if (task.target === 'etcd-lock') window = await runEtcdLock(task);
@@ -324,6 +392,7 @@ try {
     type: 'result',
     latenciesMillis: window.latencies,
     errors: window.errors,
+    clientThreadCpuMillis: window.clientThreadCpuMillis,
     ...(meanBatchSize !== undefined ? { meanBatchSize } : {}),
     ...(waitsMillis !== undefined ? { waitsMillis } : {}),
   });

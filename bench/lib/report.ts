@@ -7,7 +7,9 @@ import type { LatencySummary } from './stats.js';
  * raw-postgres: INSERT … ON CONFLICT DO NOTHING RETURNING + DELETE from a pg pool.
  * raw-coalesced: the same rows through the multi-row batching prototype.
  * store-postgres: Holdfast's SqlLockStore called directly (its SQL, no HTTP, no core).
- * http-postgres / http-embedded / http-etcd: the full product over HTTP.
+ * http-postgres / http-embedded / http-etcd: the full product over HTTP, from a minimal client (plain HTTP).
+ * sdk-postgres / sdk-embedded / sdk-etcd: the full product through @holdfast/client, as users take locks.
+ * sdk-fetch-postgres: sdk-postgres with the SDK on its old FetchTransport (the global fetch).
  * http-etcd-unbatched: http-etcd with every acquire its own etcd txn (no group commit).
  * etcd-client-lock: etcd3's lock recipe, in the load worker.
  * bare-node-http / bare-fastify: canned answers from node:http / Fastify, no store — the HTTP ceiling.
@@ -20,6 +22,10 @@ export type PathName =
   | 'http-embedded'
   | 'http-etcd'
   | 'http-etcd-unbatched'
+  | 'sdk-postgres'
+  | 'sdk-embedded'
+  | 'sdk-etcd'
+  | 'sdk-fetch-postgres'
   | 'etcd-client-lock'
   | 'handoff-postgres'
   /** The ceiling of any HTTP design here: canned answers, no store (bench/lib/bare-servers.ts). */
@@ -36,7 +42,13 @@ export interface CellResult extends LatencySummary {
    * embedded store; idle on raw cells), the rest of this process (the load worker
    * thread, GC and libuv helpers), and the PostgreSQL cluster (postmaster + backends).
    */
-  cpuMillisPerCycle: { serverThread: number; otherThreads: number; postgres: number | null };
+  cpuMillisPerCycle: {
+    serverThread: number;
+    otherThreads: number;
+    postgres: number | null;
+    /** The load worker's own thread alone (part of otherThreads): on http and sdk rows, the client's CPU. */
+    clientThread?: number | null;
+  };
   loadAverage1m: number;
   /** raw-coalesced only: mean rows per statement. */
   meanBatchSize?: number;
@@ -72,7 +84,7 @@ function errorText(errors: Record<string, number>): string {
 /** `backend`: whose process CPU the backend column holds (the postgres cluster, or the etcd member). */
 export function cellTable(cells: CellResult[], backend: 'postgres' | 'etcd' = 'postgres'): string {
   return table(
-    ['c', 'path', 'cycles/s', 'p50 ms', 'p99 ms', 'cycles', 'failed', 'CPU ms/cycle: server thread', 'load worker + other', backend, 'load 1m'],
+    ['c', 'path', 'cycles/s', 'p50 ms', 'p99 ms', 'cycles', 'failed', 'CPU ms/cycle: server thread', 'load worker + other', 'of which client thread', backend, 'load 1m'],
     cells.map((c) => [
       String(c.concurrency),
       c.path,
@@ -83,6 +95,7 @@ export function cellTable(cells: CellResult[], backend: 'postgres' | 'etcd' = 'p
       errorText(c.errors) + (c.meanBatchSize !== undefined ? ` (${c.meanBatchSize.toFixed(1)} rows/statement)` : ''),
       fixed(c.cpuMillisPerCycle.serverThread, 3),
       fixed(c.cpuMillisPerCycle.otherThreads, 3),
+      fixed(c.cpuMillisPerCycle.clientThread ?? null, 3),
       fixed(c.cpuMillisPerCycle.postgres, 3),
       fixed(c.loadAverage1m, 2),
     ]),
@@ -126,6 +139,58 @@ export function ratios(cells: CellResult[]): Ratio[] {
       },
     ];
   });
+}
+
+/** Each SDK row beside the plain-HTTP row of the same store and concurrency (issue 22's acceptance figures). */
+export interface SdkComparison {
+  concurrency: number;
+  store: 'postgres' | 'embedded' | 'etcd';
+  sdkCyclesPerSecond: number;
+  httpCyclesPerSecond: number;
+  /** SDK ÷ plain HTTP cycles/s (target ≥ 0.85 at c=16/64). */
+  throughputRatio: number;
+  /** SDK ÷ plain HTTP p50 (target ≤ 1.15 at c=1). */
+  p50Ratio: number;
+  /** Client-thread CPU ms per cycle (SDK target ≤ 0.3 at c=16/64). */
+  sdkClientMillis: number | null;
+  httpClientMillis: number | null;
+}
+
+export function sdkComparisons(cells: CellResult[]): SdkComparison[] {
+  const stores = ['postgres', 'embedded', 'etcd'] as const;
+  return cells.flatMap((sdk) => {
+    const store = stores.find((name) => sdk.path === `sdk-${name}`);
+    const http = store && cells.find((c) => c.path === `http-${store}` && c.concurrency === sdk.concurrency);
+    if (!store || !http) return [];
+    return [
+      {
+        concurrency: sdk.concurrency,
+        store,
+        sdkCyclesPerSecond: sdk.cyclesPerSecond,
+        httpCyclesPerSecond: http.cyclesPerSecond,
+        throughputRatio: sdk.cyclesPerSecond / http.cyclesPerSecond,
+        p50Ratio: sdk.p50Millis / http.p50Millis,
+        sdkClientMillis: sdk.cpuMillisPerCycle.clientThread ?? null,
+        httpClientMillis: http.cpuMillisPerCycle.clientThread ?? null,
+      },
+    ];
+  });
+}
+
+export function sdkComparisonTable(rows: SdkComparison[]): string {
+  return table(
+    ['c', 'store', 'SDK cycles/s', 'plain HTTP cycles/s', 'SDK ÷ HTTP cycles/s', 'SDK ÷ HTTP p50', 'client CPU ms/cycle: SDK', 'plain HTTP'],
+    rows.map((r) => [
+      String(r.concurrency),
+      r.store,
+      fixed(r.sdkCyclesPerSecond, 0),
+      fixed(r.httpCyclesPerSecond, 0),
+      `${fixed(r.throughputRatio, 2)}×`,
+      `${fixed(r.p50Ratio, 2)}×`,
+      fixed(r.sdkClientMillis, 3),
+      fixed(r.httpClientMillis, 3),
+    ]),
+  );
 }
 
 export function writeJson(file: string, value: unknown): void {

@@ -11,8 +11,11 @@ export interface LoadResult {
   errors: Record<string, number>;
   meanBatchSize?: number;
   waitsMillis?: number[];
-  /** CPU ms spent in the measured window; postgres null when no cluster is involved. */
-  cpu: { nodeMillis: number; mainThreadMillis: number; postgresMillis: number | null };
+  /**
+   * CPU ms spent in the measured window; postgres null when no cluster is involved;
+   * clientThreadMillis: the load worker's own thread (the client under test), part of nodeMillis.
+   */
+  cpu: { nodeMillis: number; mainThreadMillis: number; postgresMillis: number | null; clientThreadMillis: number | null };
 }
 
 const WORKER_URL = new URL('./load-worker.ts', import.meta.url).href;
@@ -73,6 +76,7 @@ export function runLoad(task: LoadTask, postmasterPid: number | null, onWindow?:
                 mainThreadMillis: to.mainThreadMillis - from.mainThreadMillis,
                 postgresMillis:
                   to.postgresMillis === null || from.postgresMillis === null ? null : to.postgresMillis - from.postgresMillis,
+                clientThreadMillis: message.clientThreadCpuMillis,
               },
             }),
           );

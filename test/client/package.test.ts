@@ -1,6 +1,10 @@
 /**
- * @holdfast/client as a user gets it: `npm pack` the workspace package, install
- * the tarball into an empty project, type-check a CommonJS and an ESM consumer
+ * @holdfast/client as a user gets it — it is not on the npm registry, so the
+ * READMEs tell users to pack it from a checkout and install the tarball, and
+ * this runs those two commands as written (only the directory differs): `npm
+ * pack -w client --pack-destination DIR` at the repository root, then `npm
+ * install DIR/holdfast-client-<version>.tgz` in an empty project. It then
+ * type-checks a CommonJS and an ESM consumer
  * with `tsc --strict` against the package's own declarations, and run both
  * against a real server — the CommonJS one before any optional peer is
  * installed, the ESM one with prom-client and a registry of its own.
@@ -25,6 +29,8 @@ let work: string;
 let project: string;
 let tarball: string;
 let packedFiles: string[];
+let packedName: string;
+const version = (JSON.parse(readFileSync(path.join(root, 'client/package.json'), 'utf8')) as { version: string }).version;
 
 async function npm(args: string[], cwd: string): Promise<string> {
   const { stdout } = await run('npm', args, { cwd, timeout: 180_000, maxBuffer: 16 * 1024 * 1024 });
@@ -69,12 +75,13 @@ beforeAll(async () => {
   work = mkdtempSync(path.join(tmpdir(), 'holdfast-sdk-package-'));
   project = path.join(work, 'consumer');
   server = await startServer();
-  // `prepack` builds dist/ with tsup first.
-  const packed = JSON.parse(await npm(['pack', '--json', '--pack-destination', work], path.join(root, 'client'))) as {
+  // The README's command, at the repository root; the workspace's `prepack` builds dist/ with tsup first.
+  const packed = JSON.parse(await npm(['pack', '-w', 'client', '--pack-destination', work, '--json'], root)) as {
     filename: string;
     files: { path: string }[];
   }[];
-  tarball = path.join(work, packed[0]!.filename);
+  packedName = packed[0]!.filename;
+  tarball = path.join(work, packedName);
   packedFiles = packed[0]!.files.map((f) => f.path).sort();
   await run('mkdir', ['-p', project]);
   writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'sdk-consumer', private: true }));
@@ -88,6 +95,20 @@ afterAll(async () => {
 });
 
 describe('@holdfast/client, packed and installed', () => {
+  it('both READMEs give the commands this test runs, with the tarball name npm pack writes', () => {
+    expect(packedName).toBe(`holdfast-client-${version}.tgz`);
+    for (const readme of ['README.md', 'client/README.md']) {
+      const text = readFileSync(path.join(root, readme), 'utf8');
+      expect(text, readme).toContain('npm pack -w client --pack-destination /tmp');
+      expect(text, readme).toContain(`npm install /tmp/holdfast-client-${version}.tgz`);
+      // Not a registry install: nothing tells the user to run what cannot work.
+      expect(text, readme).not.toMatch(/^npm install @holdfast\/client/m);
+    }
+    // What npm records for a tarball install, as the README says: a `file:` path relative to the project.
+    const manifest = JSON.parse(readFileSync(path.join(project, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    expect(manifest.dependencies['@holdfast/client']).toBe(`file:${path.relative(project, tarball)}`);
+  });
+
   it('the tarball holds only the SDK build, with no dependency on server code', () => {
     expect(packedFiles).toEqual(['README.md', 'dist/index.cjs', 'dist/index.d.cts', 'dist/index.d.ts', 'dist/index.js', 'package.json']);
     const installed = path.join(project, 'node_modules/@holdfast/client');

@@ -1,8 +1,9 @@
 /**
- * Wraps the real FetchTransport and records every request the SDK sends and
+ * Wraps the SDK's default transport (NodeHttpTransport) and records every request the SDK sends and
  * the status it got, so real-server tests can count L4/L5/L6 calls.
  */
-import { FetchTransport, type Transport, type TransportRequest, type TransportResponse } from '../../../client/transport.js';
+import { NodeHttpTransport } from '../../../client/node-http-transport.js';
+import type { Transport, TransportRequest, TransportResponse } from '../../../client/transport.js';
 
 export interface SentRequest {
   method: string;
@@ -16,7 +17,7 @@ export class CountingTransport implements Transport {
   private readonly inner: Transport;
 
   constructor(baseUrl: string) {
-    this.inner = new FetchTransport(baseUrl);
+    this.inner = new NodeHttpTransport(baseUrl);
   }
 
   async send(request: TransportRequest): Promise<TransportResponse> {
