@@ -20,6 +20,8 @@ class ManualClock implements Clock {
   }
 }
 
+/** No heartbeats here: sessions outlive the test on any machine (the holder lapsing would free the key). */
+const LONG = 300_000;
 const batchToken = 'batch-client-token-with-enough-entropy-0123456789';
 const webToken = 'web-client-token-with-enough-entropy-abcdefghijk';
 
@@ -48,15 +50,15 @@ describe('fair shares of the shared contention budget per client token', () => {
   test('a client with 20 sessions spends its share; another client is still answered LOCK_CONTENDED', async () => {
     const batch = httpClient(server.url, { clientToken: batchToken });
     const web = httpClient(server.url, { clientToken: webToken });
-    const holder = (await web.openSession({ owner: 'holder' })).body.sessionId;
-    expect((await web.acquire('hot', { sessionId: holder })).status).toBe(200);
+    const holder = (await web.openSession({ owner: 'holder', ttlMillis: LONG })).body.sessionId;
+    expect((await web.acquire('hot', { sessionId: holder, ttlMillis: 600_000 })).status).toBe(200);
 
     // The web client has contended once, so two clients share the budget: 20 attempts each.
-    const webWorker = (await web.openSession({ owner: 'web-worker' })).body.sessionId;
+    const webWorker = (await web.openSession({ owner: 'web-worker', ttlMillis: LONG })).body.sessionId;
     expect((await web.acquire('hot', { sessionId: webWorker })).body.error.code).toBe('LOCK_CONTENDED');
 
     const batchSessions: string[] = [];
-    for (let i = 0; i < 20; i += 1) batchSessions.push((await batch.openSession({ owner: `batch-${i}` })).body.sessionId);
+    for (let i = 0; i < 20; i += 1) batchSessions.push((await batch.openSession({ owner: `batch-${i}`, ttlMillis: LONG })).body.sessionId);
     const answers: number[] = [];
     for (let round = 0; round < 3; round += 1) {
       for (const sessionId of batchSessions) answers.push((await batch.acquire('hot', { sessionId })).status);
