@@ -80,6 +80,8 @@ export class AcquireWait {
   private waited = false;
   private fellBack = false;
   private granted = false;
+  /** Its end was reported (lock_wait_seconds): once per wait. */
+  private reported = false;
   /** A try found the key held by another session: an `existing` grant after this was handed to this wait. */
   private sawHeldByOther = false;
   private readonly polls = { count: 0 };
@@ -221,6 +223,8 @@ export class AcquireWait {
       if (this.waiter.recordedInStore) this.deps.records?.end(this.waiter.waitId);
       return null;
     }
+    // A wait that ended by a refusal or an error (its session ended, the store failed) is observed too.
+    if (this.waited) this.end(this.fellBack ? 'fallback' : 'aborted');
     // Told of a release after its last try and leaving without the key (deadline, abort, refusal):
     // the release may still be unclaimed, so the next waiter in line gets it rather than its recheck timer.
     if (this.waiter.woken || this.waiter.releasesSeen > this.seenAtLastTry) this.deps.waiters.keyReleased(this.req.key);
@@ -243,7 +247,10 @@ export class AcquireWait {
     }
   }
 
+  /** Reports the wait's end once, however many exits it passes. */
   private end(outcome: WaitOutcome): void {
+    if (this.reported) return;
+    this.reported = true;
     this.deps.events.waitEnded({ outcome, seconds: (this.deps.clock.now() - this.startedAt) / 1000 });
   }
 }

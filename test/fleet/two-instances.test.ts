@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readC4EventContracts, violationsOf } from '../observability/support/c4-events.js';
 import { eventually, httpClient } from '../support/http.js';
+import { waitOutcomeCount } from '../support/metrics.js';
 import { FLEET_STORES, startPair } from '../support/fleet-pair.js';
 import { sharedPostgres, type TestServer } from '../support/server.js';
 
@@ -164,8 +165,6 @@ describe('two instances on one PostgreSQL: the release feed', () => {
 });
 
 /** Observations of lock_wait_seconds with this outcome, from the server's /metrics. */
-async function waitCount(server: TestServer, outcome: string): Promise<number> {
-  const text = await (await fetch(`${server.url}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith('lock_wait_seconds_count') && l.includes(`outcome="${outcome}"`));
-  return line ? Number(line.split(' ').at(-1)) : 0;
+function waitCount(server: TestServer, outcome: string): Promise<number> {
+  return waitOutcomeCount(server.url, outcome);
 }

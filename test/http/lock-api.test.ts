@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { LockStore } from '../../lock/store/spi.js';
 import { eventually, httpClient } from '../support/http.js';
+import { waitOutcomeCount } from '../support/metrics.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { STORES } from '../support/stores.js';
 
@@ -225,6 +226,7 @@ describe.each(STORES)('lock API on %s', (storeName) => {
     const startedAt = Date.now();
     const waiting = api.acquire(key, { sessionId: waiter.sessionId, waitMillis: 30000 });
     await eventually(async () => (await api.read(key)).body.waiterCount > 0, 30_000, 10);
+    const abortedBefore = await waitOutcomeCount(server.url, 'aborted');
     const killedAt = Date.now();
     const kill = await api.admin(server.operatorToken).kill(waiter.sessionId, { reason: 'test: stuck waiter' });
     expect(kill.status).toBe(200);
@@ -234,6 +236,8 @@ describe.each(STORES)('lock API on %s', (storeName) => {
     console.log(`killed waiter on ${storeName}: answered ${stoppedAfterKill} ms after the kill was sent (waited ${Date.now() - startedAt} ms in all)`);
     // "At once": far inside the 30 s wait it would otherwise run to.
     expect(stoppedAfterKill).toBeLessThan(15_000);
+    // The wait's end is observed like any other (lock_wait_seconds{outcome="aborted"}).
+    expect(await waitOutcomeCount(server.url, 'aborted')).toBeGreaterThan(abortedBefore);
   });
 
   test('force-revoke: 401 without a token, 403 for a viewer, 400 without a reason, REVOKED for an operator', async () => {
