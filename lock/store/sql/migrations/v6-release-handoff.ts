@@ -34,7 +34,8 @@ export const v6: Migration = {
        -- choose its heir: the oldest recorded wait still in its budget whose session and
        -- instance are live. Waits and heir sessions are taken with SKIP LOCKED: a release
        -- never waits behind a session end or a wait's end (it picks the next wait instead).
-       FOR i IN SELECT u.ord FROM unnest(p_keys) WITH ORDINALITY AS u(k, ord) ORDER BY u.k COLLATE "C" LOOP
+       -- A key released twice in one batch is decided for the first asking (by ordinal).
+       FOR i IN SELECT u.ord FROM unnest(p_keys) WITH ORDINALITY AS u(k, ord) ORDER BY u.k COLLATE "C", u.ord LOOP
          CONTINUE WHEN p_keys[i] = ANY(decided);
          l := NULL;
          SELECT hl.* INTO l FROM holdfast_locks hl
