@@ -1,6 +1,6 @@
 /** The SQL store's statement batcher: one batch per turn, and group commit under maxInFlight. */
 import { expect, test } from 'vitest';
-import { StatementBatcher } from '../../lock/store/sql/statement-batcher.js';
+import { StatementBatcher } from '../../lock/store/statement-batcher.js';
 
 function deferred() {
   let release!: () => void;

@@ -9,7 +9,7 @@
 import type { DeadlockVerdict, FleetWaitState, HandedGrant, HeldLock, InstancePublication, ReleaseFeed, ReleaseFeedListener, WaitEdge } from '../spi.js';
 import { LIVE_LOCK, QUALIFIED_LOCK_COLUMNS, toLock } from './sql-rows.js';
 import type { Row, SqlDatabase } from './queryable.js';
-import { StatementBatcher } from './statement-batcher.js';
+import { StatementBatcher } from '../statement-batcher.js';
 
 interface WaitRecord {
   waitId: string;

@@ -25,7 +25,7 @@ import type { Queryable, Row, SqlDatabase } from './queryable.js';
 import type { SqlAudit } from './sql-audit.js';
 import { guardSql } from './sql-errors.js';
 import { DB_NOW, LIVE_LOCK, LOCK_COLUMNS, QUALIFIED_LOCK_COLUMNS, toEndedLock, toGrant, toLock, withoutEnd } from './sql-rows.js';
-import { StatementBatcher } from './statement-batcher.js';
+import { StatementBatcher } from '../statement-batcher.js';
 
 interface ReleaseRequest {
   key: string;

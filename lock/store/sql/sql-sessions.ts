@@ -23,7 +23,7 @@ import type { Queryable, Row, SqlDatabase } from './queryable.js';
 import type { SqlAudit } from './sql-audit.js';
 import { guardSql } from './sql-errors.js';
 import { DB_NOW, LOCK_COLUMNS, prefixed, SESSION_COLUMNS, toEndedLock, toSession } from './sql-rows.js';
-import { StatementBatcher } from './statement-batcher.js';
+import { StatementBatcher } from '../statement-batcher.js';
 
 export class SqlSessions {
   // Group commit for the steady load: at most two heartbeat (and two open) statements in flight,

@@ -1,8 +1,8 @@
 /**
  * Coalesces the calls that arrive in one event-loop turn into one batch, run
  * by one statement: the statement's fixed cost (a round trip to PostgreSQL, the
- * per-statement overhead of PGlite) is then paid once per turn instead of once
- * per call. No timer: a lone call goes out on the next turn.
+ * per-statement overhead of PGlite, an etcd gRPC call) is then paid once per turn
+ * instead of once per call. Shared by the SQL store and etcd's point reads. No timer: a lone call goes out on the next turn.
  *
  * `maxInFlight` (group commit): with that many batches already running, new calls
  * wait for one to finish and then go out together, so under load batches grow
