@@ -30,6 +30,12 @@ export const ERROR_TABLE = {
   NOT_FOUND: { status: 404, retryable: false, retryAfter: false, meaning: 'no such route or method' },
   LOCK_CONTENDED: { status: 409, retryable: true, retryAfter: false, meaning: 'held by another session' },
   LOCK_LOST: { status: 409, retryable: false, retryAfter: false, meaning: 'the token no longer holds the lock' },
+  HOLD_LIMIT_REACHED: {
+    status: 409,
+    retryable: false,
+    retryAfter: false,
+    meaning: 'the grant is older than its policy’s maxHoldMillis: it is not renewed and ends at its TTL',
+  },
   DEADLOCK_DETECTED: {
     status: 409,
     retryable: false,

@@ -11,3 +11,4 @@ export * from './metric-table.js';
 export * from './lock-events.js';
 export * from './insight.js';
 export * from './http-events.js';
+export * from './policies.js';
