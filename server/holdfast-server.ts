@@ -81,6 +81,7 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
     auditSealer,
     storeHealth: { callTimeoutMillis: config.HOLDFAST_STORE_TIMEOUT_MS, probeIntervalMillis: config.HOLDFAST_STORE_PROBE_INTERVAL_MS },
     maxWaitsPerSession: config.HOLDFAST_MAX_WAITS_PER_SESSION,
+    defaultLockTtlMillis: config.LOCK_DEFAULT_TTL_MS,
     contentionBudget: {
       perSessionPerSecond: config.HOLDFAST_CONTENTION_PER_SESSION,
       perSessionBurst: config.HOLDFAST_CONTENTION_PER_SESSION_BURST,
@@ -113,7 +114,6 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
     tokens,
     telemetry: createHttpTelemetry({ metrics, log: events, activity }),
     activity,
-    defaultLockTtlMillis: config.LOCK_DEFAULT_TTL_MS,
     shutdownSignal: shutdown.signal,
     renderMetrics: (accept) => renderMetrics(metrics.registry, accept),
     timeouts: httpTimeoutsOf(config),

@@ -16,7 +16,6 @@ export interface HttpServerDeps {
   telemetry: HttpTelemetry;
   /** The recent counts A5 reads (written by the telemetry; this side only reads). */
   activity: RecentActivity;
-  defaultLockTtlMillis: number;
   /**
    * Aborted when the server starts draining (its reason a DrainingError): /readyz and new L4s answer
    * 503 at once, waiting acquires end at once; other routes are served until the listener closes.

@@ -57,6 +57,16 @@ import type {
   SessionEndCause,
   SessionInfo,
 } from '../../contract/records.js';
+import type { LockPolicy } from '../../contract/policies.js';
+
+export interface RenewRequest {
+  key: string;
+  session: SessionCredential;
+  fencingToken: FencingToken;
+  ttlMillis?: number;
+  /** The key's policy's maxHoldMillis (contract/policies.ts), when it has one. */
+  maxHoldMillis?: number;
+}
 
 export interface SessionRecord {
   sessionId: string;
@@ -113,7 +123,15 @@ export type TryAcquireResult =
   | { kind: 'held'; holder: HeldLock; observedRevision?: string }
   | SessionRefusal;
 
-export type RenewResult = { kind: 'renewed'; lock: HeldLock } | { kind: 'lost' } | SessionRefusal;
+export type RenewResult =
+  | { kind: 'renewed'; lock: HeldLock }
+  /** The grant is live but older than the renew's `maxHoldMillis`: it is left as it was and ends at its TTL. */
+  | { kind: 'hold_limit'; lock: HeldLock }
+  | { kind: 'lost' }
+  | SessionRefusal;
+
+/** A credential checked and nothing changed (AuthenticateResult). */
+export type AuthenticateResult = { kind: 'authenticated'; session: SessionRecord } | SessionRefusal;
 export type ReleaseResult =
   /** `handedTo`: the release granted the key to a recorded wait in the same write (FleetWaitState.handsOff). */
   | { kind: 'released'; lock: EndedLock; handedTo?: HandedGrant }
@@ -160,6 +178,19 @@ export interface AuditHead {
   lastHash: string;
 }
 
+/** Held locks of one policy (the `policy` label): keys under no policy count under NO_POLICY (""). */
+export interface PolicyHeldSummary {
+  policy: string;
+  heldLocks: number;
+  /** Age (store clock) of the policy's oldest live grant; 0 when it holds nothing. */
+  oldestHeldMillis: number;
+}
+
+export interface SummaryQuery {
+  /** When given, the summary splits held locks by policy (each key under its longest-prefix policy). */
+  policies?: readonly LockPolicy[];
+}
+
 export interface StoreSummary {
   heldLocks: number;
   activeSessions: number;
@@ -171,6 +202,8 @@ export interface StoreSummary {
    * expires by itself (etcd leases).
    */
   sweepLagMillis?: number;
+  /** With SummaryQuery.policies: one row per policy name and one for NO_POLICY, in the query's order then "". */
+  byPolicy?: PolicyHeldSummary[];
 }
 
 export interface ListQuery {
@@ -198,6 +231,11 @@ export interface LockStore {
   openSession(req: OpenSessionRequest): Promise<SessionRecord>;
   /** Extends a live session by its TTL from the store's now. */
   heartbeat(credential: SessionCredential): Promise<HeartbeatResult>;
+  /**
+   * Checks a credential and changes nothing (core asks before a decision that needs to know whose
+   * session it is, such as a scoped token's reach): the refusals are those of every session-scoped call.
+   */
+  authenticateSession(credential: SessionCredential): Promise<AuthenticateResult>;
   /** A live session (admin views); null when unknown or lapsed. */
   getSession(sessionId: string): Promise<SessionRecord | null>;
   /** Ends a live session and releases its locks (closed by its owner). */
@@ -213,9 +251,10 @@ export interface LockStore {
   tryAcquire(req: { key: string; session: SessionCredential; ttlMillis: number }): Promise<TryAcquireResult>;
   /**
    * Extends a lock held by (key, token, session). Without `ttlMillis` the grant keeps
-   * its own TTL (a renew never shortens a lock by accident).
+   * its own TTL (a renew never shortens a lock by accident). With `maxHoldMillis`, a grant at
+   * least that old (store clock, from grantedAt) is not extended: `hold_limit`, nothing changes.
    */
-  renew(req: { key: string; session: SessionCredential; fencingToken: FencingToken; ttlMillis?: number }): Promise<RenewResult>;
+  renew(req: RenewRequest): Promise<RenewResult>;
   /** Compare-and-delete on (key, token) of the calling session's live grant. */
   release(req: { key: string; session: SessionCredential; fencingToken: FencingToken }): Promise<ReleaseResult>;
   /** The live holder of a key, or null. */
@@ -229,7 +268,7 @@ export interface LockStore {
   readAuditChain(): AsyncIterable<AuditEntry>;
   readAuditHead(): Promise<AuditHead>;
 
-  summary(): Promise<StoreSummary>;
+  summary(query?: SummaryQuery): Promise<StoreSummary>;
 
   /** Wakes a waiter when the key it failed on is released (etcd: a revision-addressed watch). */
   readonly releaseWaiter?: ReleaseWaiter;
