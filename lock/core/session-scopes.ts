@@ -9,7 +9,7 @@
 import { keyInScope } from '../../contract/policies.js';
 import { ForbiddenError } from '../errors.js';
 import type { LockStore, SessionCredential } from '../store/spi.js';
-import { refused } from './sessions.js';
+import { refused } from './session-refusal.js';
 
 /** The prefixes a token may act on; undefined = unscoped. A token no longer in the file should answer []. */
 export type ScopeOfToken = (tokenName: string) => readonly string[] | undefined;

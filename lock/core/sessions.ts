@@ -3,13 +3,14 @@
  * clock. Whatever way a session ends, `ended` tells everything in core that kept state about it.
  */
 import { randomBytes } from 'node:crypto';
-import { NotLeaderError, SessionNotFoundError, UnauthenticatedError } from '../errors.js';
+import { NotLeaderError } from '../errors.js';
 import type { Page, SessionInfo } from '../../contract/records.js';
 import { LOCK_EXPIRY_CAUSE_OF_SESSION_END, type EventContext, type LockEvents } from '../../contract/lock-events.js';
-import type { EndedSession, HeartbeatResult, LockStore, SessionCredential, SessionRefusal } from '../store/spi.js';
+import type { EndedSession, HeartbeatResult, LockStore, SessionCredential } from '../store/spi.js';
 import type { AcquireWaits } from './acquire-wait.js';
 import type { ContentionBudget } from './contention-budget.js';
 import type { GrantEnd, LockInsight } from './insight.js';
+import { refused } from './session-refusal.js';
 import type { SessionPrincipals } from './session-principals.js';
 import type { SessionScopes } from './session-scopes.js';
 import { hashSessionToken, newSessionToken } from './session-token.js';
@@ -149,13 +150,6 @@ export class Sessions {
       waiters.keyReleased(lock.key);
     }
   }
-}
-
-/** Why a session-scoped call did nothing, as the error the caller gets. */
-export function refused(refusal: SessionRefusal, sessionId: string): SessionNotFoundError | UnauthenticatedError {
-  return refusal.kind === 'session_not_found'
-    ? new SessionNotFoundError(sessionId)
-    : new UnauthenticatedError(`session ${sessionId} needs its own sessionToken: Authorization: Bearer <sessionToken>`);
 }
 
 function newSessionId(): string {
