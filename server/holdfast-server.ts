@@ -87,6 +87,8 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
       sharedPerSecond: config.HOLDFAST_CONTENTION_SHARED,
       sharedBurst: config.HOLDFAST_CONTENTION_SHARED_BURST,
     },
+    // TODO(issue 26, lead): pass `scopeOfToken: (tokenName) => tokens.prefixesOf(tokenName)` once LockServiceOptions has it
+    // (L4 by a session a scoped token opened, outside its prefixes → 403); prefixesOf reads the tokens as they are now.
   });
 
   // lock_waiters stays per instance on every backend (summed across instances in PromQL, so it is the
@@ -111,6 +113,8 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
   const app = buildHttpServer({
     service,
     tokens,
+    // A6 by a scoped operator: who opened the session (lock/http/key-scope.ts), through the health-checked store.
+    openerOf: (sessionId) => service.store.getSession(sessionId),
     telemetry: createHttpTelemetry({ metrics, log: events, activity }),
     activity,
     defaultLockTtlMillis: config.LOCK_DEFAULT_TTL_MS,
