@@ -23,6 +23,14 @@ export function registerAuth(app: HttpApp, tokens: AdminTokens): void {
       if (identity.prefixes) request.scope = identity.prefixes;
       return;
     }
+    if (clientGate) {
+      // An open L1/L7 still honours a scope: a scoped token presented there (the console reads L7
+      // with the signed-in token) reads only its keys. A caller without a token is as before.
+      const presented = bearerOf(request);
+      const identity = presented === undefined ? null : tokens.identify(presented);
+      if (identity?.prefixes) request.scope = identity.prefixes;
+      return;
+    }
     if (!role) return;
     const presented = bearerOf(request);
     if (presented === undefined) throw new UnauthenticatedError('admin routes need Authorization: Bearer <token>');

@@ -316,3 +316,23 @@ describe.each(STORES)('scoped tokens on %s', (storeName) => {
     }
   });
 });
+
+describe('scoped tokens on an open server (no client entries)', () => {
+  let server: TestServer;
+  const scopedViewer = `viewer-scoped-${randomBytes(16).toString('hex')}`;
+  beforeAll(async () => {
+    server = await startServer({ store: 'embedded', tokens: [{ name: 'viewer-scoped', token: scopedViewer, role: 'viewer', prefixes: SCOPE }] });
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  test('L7 needs no token, but a scoped token presented there (the console sends it) reads only its keys', async () => {
+    const api = httpClient(server.url);
+    const sessionId = (await api.openSession({ owner: 'o' })).body.sessionId;
+    expect((await api.acquire('team-b/payouts', { sessionId })).status).toBe(200);
+    expect((await api.read('team-b/payouts')).body).toMatchObject({ held: true });
+    expectForbidden(await api.read('team-b/payouts', { authorization: `Bearer ${scopedViewer}` }));
+    expect((await api.read('team-a/job-1', { authorization: `Bearer ${scopedViewer}` })).body).toMatchObject({ held: false });
+  });
+});
