@@ -9,13 +9,26 @@
 import { expect, test, type Page, type Response } from '@playwright/test';
 import { signInWithForm } from './support/console.js';
 import { e2e } from './support/env.js';
-import { LockApi, type Answer } from './support/lock-api.js';
+import { LockApi } from './support/lock-api.js';
 
 const api = new LockApi(e2e.serverUrl);
 const viewer = new LockApi(e2e.serverUrl, e2e.viewerToken);
 
-function waitingAcquire(key: string, sessionId: string): Promise<Answer<unknown>> {
-  return api.call('POST', `/v1/locks/${encodeURIComponent(key)}/acquire`, { sessionId, waitMillis: 30_000 }, { session: sessionId });
+/**
+ * An acquire waiting on the server for as long as the spec runs: each wait lasts up to 30 s (409 at its end, asked
+ * again); it ends when its session is closed (404). Waits are what the waits page shows, so they must not lapse
+ * on a slow machine before the page is read.
+ */
+async function keepWaiting(key: string, sessionId: string): Promise<void> {
+  for (;;) {
+    const response = await fetch(`${e2e.serverUrl}/v1/locks/${encodeURIComponent(key)}/acquire`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${api.sessionTokenOf(sessionId)}` },
+      body: JSON.stringify({ sessionId, waitMillis: 30_000 }),
+    });
+    await response.text();
+    if (response.status !== 409) return;
+  }
 }
 
 /** Every text answer the console sends this page (HTML, RSC payloads, its /api JSON), for the search below. */
@@ -46,7 +59,7 @@ test('a scoped viewer’s console pages name no key, owner or session of another
   for (let i = 0; i < 3; i++) expect((await api.acquire(outKey, contenderOut)).status).toBe(409);
   const waiterIn = await api.openSession(`owner-in-waiter-${run}`, 120_000);
   const waiterOut = await api.openSession(`owner-out-waiter-${run}`, 120_000);
-  const waits = [waitingAcquire(inKeys[0]!, waiterIn), waitingAcquire(outKey, waiterOut)];
+  const waits = [keepWaiting(inKeys[0]!, waiterIn), keepWaiting(outKey, waiterOut)];
   const marks = [`team-b-${run}`, `owner-out-${run}`, holderOut, contenderOut, waiterOut];
 
   try {
