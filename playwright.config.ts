@@ -35,11 +35,14 @@ if (!process.env.E2E_CONSOLE_PORT) {
   const tokensFile = path.join(dataDir, 'admin-tokens.json');
   const operatorToken = `op-${randomBytes(18).toString('base64url')}`;
   const viewerToken = `vw-${randomBytes(18).toString('base64url')}`;
+  const scopedViewerToken = `sv-${randomBytes(18).toString('base64url')}`;
   writeFileSync(
     tokensFile,
     JSON.stringify([
       { name: 'e2e-operator', token: operatorToken, role: 'operator' },
       { name: 'e2e-viewer', token: viewerToken, role: 'viewer' },
+      // A viewer of one team's keys (issue 26): test/e2e/scoped-viewer.spec.ts.
+      { name: 'e2e-team-a-viewer', token: scopedViewerToken, role: 'viewer', prefixes: ['e2e-team-a/'] },
     ]),
     // Secret files others can read are refused (lock/secret-files.ts).
     { mode: 0o600 },
@@ -51,6 +54,7 @@ if (!process.env.E2E_CONSOLE_PORT) {
     E2E_TOKENS_FILE: tokensFile,
     E2E_OPERATOR_TOKEN: operatorToken,
     E2E_VIEWER_TOKEN: viewerToken,
+    E2E_SCOPED_VIEWER_TOKEN: scopedViewerToken,
   });
 }
 

@@ -26,6 +26,8 @@ export interface KillResult {
 export interface WhoAmI {
   name: string;
   role: string;
+  /** A scoped token's key prefixes (issue 26); absent = every key. */
+  prefixes?: string[];
 }
 
 export interface AuditQuery {

@@ -1,5 +1,5 @@
 /**
- * Bearer tokens (`HOLDFAST_ADMIN_TOKENS_FILE`, JSON `[{name, token, role}]`): roles
+ * Bearer tokens (`HOLDFAST_ADMIN_TOKENS_FILE`, JSON `[{name, token, role, prefixes?}]`): roles
  * `viewer` and `operator` for admin routes, `client` for L1/L7 (v2: once any client
  * entry exists, L1 and L7 need a token of any role; client tokens never reach admin routes).
  * Lookups compare SHA-256 digests in constant time against every token, so
@@ -8,11 +8,16 @@
  * Issue 24: the file is refused when others can read it (lock/secret-files.ts), and so is any
  * token that is a shipped placeholder or weaker than 128 bits (lock/token-strength.ts): the server
  * says which entry and why at start, and does not start.
+ *
+ * Issue 26: `prefixes` scopes a token to the keys under them (contract/policies.ts `keyInScope`);
+ * lock/http enforces it per route, the core on acquires of sessions the token opened. Each prefix
+ * follows the lock-key rule (contract/wire-rules.ts) and is kept NFC, the form keys are stored in.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
+import { checkLockKey } from '../contract/wire-rules.js';
 import { assertPrivateFile } from './secret-files.js';
 import { tokenWeakness } from './token-strength.js';
 
@@ -22,6 +27,15 @@ export type TokenRole = AdminRole | 'client';
 export interface AdminIdentity {
   name: string;
   role: TokenRole;
+  /** The key prefixes this token may act on; absent = unscoped (every key). */
+  prefixes?: readonly string[];
+}
+
+export interface TokenEntry {
+  name: string;
+  token: string;
+  role: TokenRole;
+  prefixes?: readonly string[];
 }
 
 const tokenFileSchema = z
@@ -30,6 +44,7 @@ const tokenFileSchema = z
       name: z.string().min(1).max(128),
       token: z.string().min(16, 'tokens must be at least 16 characters').max(512),
       role: z.enum(['viewer', 'operator', 'client']),
+      prefixes: z.array(z.string()).min(1, 'prefixes, when given, must name at least one prefix (leave it out for an unscoped token)').optional(),
     }),
   )
   .min(1);
@@ -40,8 +55,11 @@ export class AdminTokens {
   /** True when the file holds `client` entries: L1 and L7 then need a bearer token. */
   readonly clientsRequired: boolean;
 
-  constructor(tokens: { name: string; token: string; role: TokenRole }[]) {
-    this.entries = tokens.map((t) => ({ identity: { name: t.name, role: t.role }, digest: digest(t.token) }));
+  constructor(tokens: TokenEntry[]) {
+    this.entries = tokens.map((t) => ({
+      identity: { name: t.name, role: t.role, ...(t.prefixes !== undefined ? { prefixes: [...t.prefixes] } : {}) },
+      digest: digest(t.token),
+    }));
     this.clientsRequired = tokens.some((t) => t.role === 'client');
   }
 
@@ -56,6 +74,16 @@ export class AdminTokens {
       if (timingSafeEqual(entry.digest, candidate) && !found) found = entry.identity;
     }
     return found;
+  }
+
+  /**
+   * The prefixes of the token named `name` now (the core asks by the name a session remembers):
+   * undefined for an unscoped token, and none at all (`[]`) for a name no longer in the file, so a
+   * removed scoped token's sessions do not turn unscoped.
+   */
+  prefixesOf(name: string): readonly string[] | undefined {
+    const entry = this.entries.find((e) => e.identity.name === name);
+    return entry ? entry.identity.prefixes : [];
   }
 
   static async fromFile(file: string): Promise<AdminTokens> {
@@ -75,7 +103,9 @@ export class AdminTokens {
       return why ? [`entry ${index} (${JSON.stringify(entry.name)}, ${entry.role}): its token ${why}`] : [];
     });
     if (weak.length > 0) throw new Error(`refusing the tokens file ${file}: ${weak.join('; ')}`);
-    return new AdminTokens(parsed.data);
+    const scoped = scopeProblems(parsed.data);
+    if (scoped.problems.length > 0) throw new Error(`invalid admin tokens file ${file}: ${scoped.problems.join('; ')}`);
+    return new AdminTokens(scoped.entries);
   }
 
   /**
@@ -96,6 +126,31 @@ export class AdminTokens {
       return { file, created: true };
     }
   }
+}
+
+/**
+ * Each entry's prefixes checked by the lock-key rule and kept in NFC, or why not, naming the entry.
+ * Two entries of one name must agree on their scope: sessions remember the name, not the entry.
+ */
+export function scopeProblems(entries: TokenEntry[]): { entries: TokenEntry[]; problems: string[] } {
+  const problems: string[] = [];
+  const scopeByName = new Map<string, string>();
+  const checked = entries.map((entry, index) => {
+    const label = `entry ${index} (${JSON.stringify(entry.name)}, ${entry.role})`;
+    const scope = JSON.stringify(entry.prefixes ?? null);
+    const seen = scopeByName.get(entry.name);
+    if (seen !== undefined && seen !== scope) problems.push(`${label}: another entry of this name has other prefixes`);
+    scopeByName.set(entry.name, scope);
+    if (entry.prefixes === undefined) return entry;
+    const prefixes = entry.prefixes.map((prefix, at) => {
+      const check = checkLockKey(prefix);
+      if (check.ok) return check.key;
+      problems.push(`${label}: prefixes[${at}] ${JSON.stringify(prefix)} is not a valid key prefix (${check.problem})`);
+      return prefix;
+    });
+    return { ...entry, prefixes };
+  });
+  return { entries: checked, problems };
 }
 
 function digest(value: string): Buffer {

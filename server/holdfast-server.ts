@@ -88,6 +88,8 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
       sharedPerSecond: config.HOLDFAST_CONTENTION_SHARED,
       sharedBurst: config.HOLDFAST_CONTENTION_SHARED_BURST,
     },
+    // L4 by a session a scoped token opened, outside its prefixes → 403; prefixesOf reads the tokens as they are now.
+    scopeOfToken: (tokenName) => tokens.prefixesOf(tokenName),
   });
 
   // lock_waiters stays per instance on every backend (summed across instances in PromQL, so it is the
@@ -112,6 +114,8 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
   const app = buildHttpServer({
     service,
     tokens,
+    // A6 by a scoped operator: who opened the session (lock/http/key-scope.ts), through the health-checked store.
+    openerOf: (sessionId) => service.store.getSession(sessionId),
     telemetry: createHttpTelemetry({ metrics, log: events, activity }),
     activity,
     shutdownSignal: shutdown.signal,

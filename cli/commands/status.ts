@@ -1,4 +1,4 @@
-/** `holdfast status`: which server, is it reachable and ready, which store, who am I to it. */
+/** `holdfast status`: which server, is it reachable and ready, which store, who am I to it (and over which keys). */
 import type { Command } from 'commander';
 import { ApiError, type WhoAmI } from '../admin-api.js';
 import type { CliContext } from '../context.js';
@@ -17,7 +17,7 @@ interface Status {
 export function registerStatus(program: Command, ctx: CliContext): void {
   program
     .command('status')
-    .description('server URL, reachable and ready, store backend, and whom the token authenticates (exit 1 if not ready)')
+    .description('server URL, reachable and ready, store backend, whom the token authenticates and its key scope (exit 1 if not ready)')
     .action(async () => {
       const api = await ctx.api();
       const status: Status = { url: ctx.url, reachable: false, ready: false, problems: [] };
@@ -44,10 +44,16 @@ export function registerStatus(program: Command, ctx: CliContext): void {
             ['ready', status.ready ? 'yes' : 'no'],
             ['store', status.backend ?? 'unknown'],
             ['whoami', status.whoami ? `${status.whoami.name} (${status.whoami.role})` : 'no admin token accepted'],
+            ...(status.whoami ? [['scope', scopeText(status.whoami.prefixes)]] : []),
             ...status.problems.map((problem) => ['problem', problem]),
           ],
         ),
       );
       if (!status.ready) process.exitCode = EXIT.failed;
     });
+}
+
+/** A scoped token's prefixes as the operator wrote them; an unscoped token reaches every key. */
+function scopeText(prefixes: string[] | undefined): string {
+  return prefixes ? `keys under ${prefixes.map((prefix) => JSON.stringify(prefix)).join(', ')}` : 'every key (unscoped)';
 }

@@ -9,9 +9,14 @@ import type { HttpTimeouts } from '../config.js';
 import type { LockService } from '../core/lock-service.js';
 import type { RecentActivity } from './summary.js';
 
+/** The token name a live session was opened with (null: no live session of that id). */
+export type SessionOpener = (sessionId: string) => Promise<{ openedBy?: string } | null>;
+
 export interface HttpServerDeps {
   service: LockService;
   tokens: AdminTokens;
+  /** A6 by a scoped operator decides by who opened the session (lock/http/key-scope.ts). */
+  openerOf: SessionOpener;
   /** L4/L5/L6 spans, metrics and activity counts, and the `request_failed` log line. */
   telemetry: HttpTelemetry;
   /** The recent counts A5 reads (written by the telemetry; this side only reads). */

@@ -4,6 +4,7 @@
  * token to it; the hooks (hooks.ts) record their answers.
  */
 import type { LockService } from '../core/lock-service.js';
+import { assertKeyInScope } from './key-scope.js';
 import { bodyOf, credentialOf, eventContext, inSpan, keyOf } from './request-context.js';
 import { routeSchemas, type HttpApp } from './schemas.js';
 import { checkFencingToken } from './validation.js';
@@ -91,5 +92,10 @@ export function registerLockRoutes(app: HttpApp, deps: LockRouteDeps): void {
     );
   });
 
-  app.get('/v1/locks/:key', { schema: routeSchemas.readLock, config: { clientGate: true } }, async (request) => service.readLock(keyOf(request)));
+  // A scoped token reads only keys in its scope (L8, when it comes, has L7's access and this check).
+  app.get('/v1/locks/:key', { schema: routeSchemas.readLock, config: { clientGate: true } }, async (request) => {
+    const key = keyOf(request);
+    assertKeyInScope(request.scope, key);
+    return service.readLock(key);
+  });
 }

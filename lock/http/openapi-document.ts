@@ -27,6 +27,7 @@ export async function openApiDocumentText(): Promise<string> {
   const deps: HttpServerDeps = {
     service: unused('service'),
     tokens: unused('tokens'),
+    openerOf: unused('openerOf'),
     telemetry: unused('telemetry'),
     activity: unused('activity'),
     shutdownSignal: new AbortController().signal,

@@ -17,6 +17,11 @@ declare module 'fastify' {
     clientGone?: boolean;
     /** L1/L7 on a server that needs client tokens: the presented token's name (its session remembers it). */
     clientTokenName?: string;
+    /**
+     * The key prefixes of the presented token (any role) when it is scoped; absent = every key.
+     * Routes apply it through key-scope.ts.
+     */
+    scope?: readonly string[];
     /** The admin token's identity (never a client token: those are 403 on admin routes). */
     admin?: AdminIdentity & { role: AdminRole };
     /** Span, metric and exemplar of an L4/L5/L6 request. */

@@ -84,7 +84,7 @@ export function buildHttpServer(deps: HttpServerDeps): HttpApp {
 
   registerSessionRoutes(app, service);
   registerLockRoutes(app, deps);
-  registerAdminRoutes(app, service, deps.activity);
+  registerAdminRoutes(app, { service, activity: deps.activity, openerOf: deps.openerOf, prefixesOf: (name) => deps.tokens.prefixesOf(name) });
   registerInsightRoutes(app, service);
   registerOpsRoutes(app, deps);
   serveOpenApi(app);

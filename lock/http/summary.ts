@@ -1,6 +1,8 @@
 /**
  * A5: the overview the console shows — counts from the store, recent rates
  * and S1 availability from what this server answered in the last minutes.
+ * For a scoped viewer the lock, session and waiter counts are of its keys only;
+ * the rates, SLO and deadlock count stay the service's (they name no key).
  */
 import type { LockService } from '../core/lock-service.js';
 import {
@@ -29,10 +31,14 @@ export interface RecentActivity {
   total(name: string): number;
 }
 
-export async function buildSummary(service: LockService, activity: RecentActivity): Promise<Summary> {
-  const [{ heldLocks, activeSessions }, waiters, deadlockCycles] = await Promise.all([
-    service.storeSummary(),
-    service.waiterTotal(),
+/** The counts a scoped viewer's summary shows instead of the store's (its keys and their holders). */
+export type ScopedCounts = () => Promise<{ heldLocks: number; activeSessions: number; waiters: number }>;
+
+export async function buildSummary(service: LockService, activity: RecentActivity, scopedCounts?: ScopedCounts): Promise<Summary> {
+  const [{ heldLocks, activeSessions, waiters }, deadlockCycles] = await Promise.all([
+    scopedCounts
+      ? scopedCounts()
+      : Promise.all([service.storeSummary(), service.waiterTotal()]).then(([store, waiters]) => ({ ...store, waiters })),
     service.deadlockCycles(),
   ]);
   const ratesOver = (seconds: number) => {

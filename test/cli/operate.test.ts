@@ -5,6 +5,7 @@
  * in HOLDFAST_URL, and shell completion generated from the command tree.
  */
 import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -23,9 +24,11 @@ describe('holdfast CLI for on-call', () => {
   let payouts: string;
   let reports: string;
   let proxy: PrefixProxy;
+  /** A viewer scoped to payouts/ (issue 26): `status` shows its scope. */
+  const payoutsViewer = `payouts-viewer-${randomBytes(16).toString('hex')}`;
 
   beforeAll(async () => {
-    server = await startServer({ store: 'postgres' });
+    server = await startServer({ store: 'postgres', tokens: [{ name: 'payouts-viewer', token: payoutsViewer, role: 'viewer', prefixes: ['payouts/'] }] });
     api = httpClient(server.url);
     payouts = (await api.openSession({ owner: 'payout-worker-7', ttlMillis: 300_000 })).body.sessionId;
     reports = (await api.openSession({ owner: 'report-runner', ttlMillis: 300_000 })).body.sessionId;
@@ -158,6 +161,15 @@ describe('holdfast CLI for on-call', () => {
     expect(table.code).toBe(0);
     expect(table.stdout).toMatch(/store\s+postgres/);
     expect(table.stdout).toMatch(/whoami\s+test-viewer \(viewer\)/);
+    expect(table.stdout).toMatch(/scope\s+every key \(unscoped\)/);
+    const scoped = await holdfast(server, ['status'], { token: payoutsViewer });
+    expect(scoped.stdout).toMatch(/whoami\s+payouts-viewer \(viewer\)/);
+    expect(scoped.stdout).toMatch(/scope\s+keys under "payouts\/"/);
+    expect(JSON.parse((await holdfast(server, ['-o', 'json', 'status'], { token: payoutsViewer })).stdout).whoami).toEqual({
+      name: 'payouts-viewer',
+      role: 'viewer',
+      prefixes: ['payouts/'],
+    });
     const down = await holdfast({ ...server, url: 'http://127.0.0.1:1' }, ['-o', 'json', 'status']);
     expect(down.code).toBe(1);
     expect(JSON.parse(down.stdout)).toMatchObject({ reachable: false, ready: false });

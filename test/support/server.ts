@@ -42,7 +42,7 @@ export interface StartServerOptions {
   clock?: StartOptions['clock'];
   random?: StartOptions['random'];
   /** Extra entries for the tokens file (e.g. role `client`). */
-  tokens?: { name: string; token: string; role: 'viewer' | 'operator' | 'client' }[];
+  tokens?: { name: string; token: string; role: 'viewer' | 'operator' | 'client'; prefixes?: string[] }[];
 }
 
 export async function startServer(options: StartServerOptions = {}): Promise<TestServer> {

@@ -89,7 +89,16 @@ export const adminRouteSchemas = {
     tags: ['admin'],
     security: ADMIN_TOKEN,
     response: {
-      200: json(strictObject({ name: Type.String(), role: StringEnum(ADMIN_ROLES) }), 'The token’s identity.'),
+      200: json(
+        strictObject({
+          name: Type.String(),
+          role: StringEnum(ADMIN_ROLES),
+          prefixes: Type.Optional(
+            Type.Array(Type.String(), { minItems: 1, description: 'a scoped token’s key prefixes (issue 26); absent for an unscoped token' }),
+          ),
+        }),
+        'The token’s identity.',
+      ),
       ...errorResponses(...ADMIN_ERRORS),
     },
   },

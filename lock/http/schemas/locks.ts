@@ -69,6 +69,6 @@ export const lockRouteSchemas = {
     tags: ['locks'],
     security: CLIENT_TOKEN,
     params: keyParams,
-    response: { 200: ref('LockInfo'), ...errorResponses('UNAUTHENTICATED') },
+    response: { 200: ref('LockInfo'), ...errorResponses('UNAUTHENTICATED', 'FORBIDDEN') },
   },
 } as const;

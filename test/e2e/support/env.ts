@@ -18,6 +18,11 @@ export const e2e = {
   get viewerToken() {
     return required('E2E_VIEWER_TOKEN');
   },
+  /** A viewer scoped to `scopedPrefix` (issue 26). */
+  get scopedViewerToken() {
+    return required('E2E_SCOPED_VIEWER_TOKEN');
+  },
+  scopedPrefix: 'e2e-team-a/',
   get tokensFile() {
     return required('E2E_TOKENS_FILE');
   },
