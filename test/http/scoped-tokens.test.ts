@@ -162,7 +162,8 @@ describe.each(STORES)('scoped tokens on %s', (storeName) => {
     const auth = bearer(label);
     switch (route) {
       case 'L4 acquire':
-        return clientOf(label).acquire(target.key, { sessionId: target.sessionId });
+        // A long TTL: the grant must outlive the test (a lapse would change the state the later rows compare).
+        return clientOf(label).acquire(target.key, { sessionId: target.sessionId, ttlMillis: 300_000 });
       case 'L7 read':
         return api.call('GET', `/v1/locks/${enc(target.key)}`, undefined, auth);
       case 'A1 ?prefix=':
