@@ -35,7 +35,8 @@ export class PolicyBook {
   private watcher: FSWatcher | undefined;
   private readonly poll: NodeJS.Timeout | undefined;
   private reading: Promise<void> | undefined;
-  private again = false;
+  /** A read asked for while one runs: it starts when that one ends, and every asker waits for it. */
+  private next: Promise<void> | undefined;
 
   private constructor(
     readonly file: string | undefined,
@@ -47,14 +48,15 @@ export class PolicyBook {
     this.lastText = initialText;
     if (file === undefined) return;
     try {
+      // `..data` and friends: a Kubernetes ConfigMap volume swaps a symbolic link to publish an edit.
       this.watcher = watch(path.dirname(file), { persistent: false }, (_event, name) => {
-        if (name === null || name === path.basename(file) || name.startsWith('..')) this.reload();
+        if (name === null || name === path.basename(file) || name.startsWith('..')) void this.reload();
       });
       this.watcher.on('error', () => this.watcher?.close());
     } catch {
       // No watch on this filesystem: the poll alone sees edits.
     }
-    this.poll = setInterval(() => this.reload(), options.pollMillis ?? POLICIES_POLL_MILLIS);
+    this.poll = setInterval(() => void this.reload(), options.pollMillis ?? POLICIES_POLL_MILLIS);
     this.poll.unref();
   }
 
@@ -74,19 +76,22 @@ export class PolicyBook {
     return this.policies;
   }
 
-  /** Re-reads the file now (what a change or the poll does); resolves when that read is done. */
+  /**
+   * Re-reads the file (what a change or the poll does); resolves once a read that started after this
+   * call has finished, so the caller sees the file as it was when it asked. One read at a time.
+   */
   reload(): Promise<void> {
-    if (this.file === undefined) return Promise.resolve();
+    const file = this.file;
+    if (file === undefined) return Promise.resolve();
     if (this.reading) {
-      this.again = true;
-      return this.reading;
+      this.next ??= this.reading.then(() => {
+        this.next = undefined;
+        return this.reload();
+      });
+      return this.next;
     }
-    this.reading = this.readOnce(this.file).finally(() => {
+    this.reading = this.readOnce(file).finally(() => {
       this.reading = undefined;
-      if (this.again) {
-        this.again = false;
-        void this.reload();
-      }
     });
     return this.reading;
   }
