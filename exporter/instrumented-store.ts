@@ -14,6 +14,7 @@ const OPS: Partial<Record<keyof LockStore, StoreOp>> = {
   openSession: 'open_session',
   heartbeat: 'heartbeat',
   getSession: 'heartbeat',
+  authenticateSession: 'heartbeat',
   closeSession: 'end_session',
   killSession: 'end_session',
   expireSessions: 'expire_sessions',

@@ -9,7 +9,7 @@
  * ones that reach a failing store show as lock_store_seconds{op="summary",outcome!="ok"}).
  */
 import { NO_POLICY } from '../contract/policies.js';
-import type { StoreSummary } from '../lock/store/spi.js';
+import type { PolicyHeldSummary, StoreSummary } from '../lock/store/spi.js';
 import type { GaugeSeries } from './server-metrics.js';
 import { singleFlight } from './single-flight.js';
 
@@ -39,23 +39,11 @@ export function refreshStoreGauges(read: () => Promise<StoreSummary>, intervalMi
 }
 
 /**
- * One row per policy name, `NO_POLICY` included (SPEC v3 "teams"): what `LockStore.summary({ policies })`
- * answers beside its totals. Declared here until the store SPI carries it (then it is the SPI's own type).
- */
-export interface PolicySummaryRow {
-  readonly policy: string;
-  readonly heldLocks: number;
-  readonly oldestHeldMillis: number;
-}
-
-type SummaryByPolicy = StoreSummary & { readonly byPolicy?: readonly PolicySummaryRow[] };
-
-/**
  * `lock_held{policy}` and `lock_oldest_held_seconds{policy}` from a summary: a series per policy row,
- * or — from a store that does not split its figures by policy — the totals as `policy=""`.
+ * or — without policies (the core asks for no split then) — the totals as `policy=""`.
  */
 export function policySeries(summary: StoreSummary, figure: 'heldLocks' | 'oldestHeldSeconds'): GaugeSeries[] {
-  const rows: readonly PolicySummaryRow[] = (summary as SummaryByPolicy).byPolicy ?? [
+  const rows: readonly PolicyHeldSummary[] = summary.byPolicy ?? [
     { policy: NO_POLICY, heldLocks: summary.heldLocks, oldestHeldMillis: summary.oldestHeldMillis },
   ];
   return rows.map((row) => ({

@@ -69,6 +69,17 @@ export class LockLostError extends HoldfastError {
   }
 }
 
+/** The grant is older than its policy allows: not renewed, it ends at its TTL (SPEC v3 teams). */
+export class HoldLimitReachedError extends HoldfastError {
+  readonly code = ERROR_CODE.HOLD_LIMIT_REACHED;
+  constructor(key: string, maxHoldMillis: number, policy: string) {
+    super(
+      `lock ${JSON.stringify(key)} was granted at least ${maxHoldMillis} ms ago, the longest policy ${JSON.stringify(policy)} allows a hold: ` +
+        'it is not renewed and ends at its TTL; release it and acquire again',
+    );
+  }
+}
+
 /** This wait closed a cycle of waits and was the youngest in it; the session keeps what it holds. */
 export class DeadlockDetectedError extends HoldfastError {
   readonly code = ERROR_CODE.DEADLOCK_DETECTED;

@@ -21,7 +21,7 @@ import type { LockStore } from '../lock/store/spi.js';
 import { registerLocalIdentityRoute } from '../lock/http/local-identity-route.js';
 import { ensureIdentityKey } from '../lock/local-identity.js';
 import { createEventLog, type EventLog } from '../exporter/events.js';
-import { logPolicyReload, openPolicies, policyOptions, summaryByPolicy } from './policies.js';
+import { logPolicyReload, openPolicies } from './policies.js';
 import { instrumentStore } from '../exporter/instrumented-store.js';
 import { createHttpTelemetry, createLockTelemetry } from '../exporter/lock-telemetry.js';
 import { renderMetrics } from '../exporter/render-metrics.js';
@@ -88,9 +88,11 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.random ? { random: options.random } : {}),
     auditSealer,
-    ...policyOptions(policies),
+    // Read at each decision, so an edit of the file applies to the next request.
+    policies: () => policies.current(),
     storeHealth: { callTimeoutMillis: config.HOLDFAST_STORE_TIMEOUT_MS, probeIntervalMillis: config.HOLDFAST_STORE_PROBE_INTERVAL_MS },
     maxWaitsPerSession: config.HOLDFAST_MAX_WAITS_PER_SESSION,
+    defaultLockTtlMillis: config.LOCK_DEFAULT_TTL_MS,
     contentionBudget: {
       perSessionPerSecond: config.HOLDFAST_CONTENTION_PER_SESSION,
       perSessionBurst: config.HOLDFAST_CONTENTION_PER_SESSION_BURST,
@@ -106,7 +108,7 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
   // health check: while the store is down a refresh is refused at once and the last figures stay.
   // Held locks and the oldest grant per policy (SPEC v3 "teams"): the store splits its count by the
   // policies in force at each refresh.
-  const storeGauges = refreshStoreGauges(() => summaryByPolicy(service, policies), config.HOLDFAST_STORE_GAUGE_REFRESH_MS);
+  const storeGauges = refreshStoreGauges(() => service.storeSummary(), config.HOLDFAST_STORE_GAUGE_REFRESH_MS);
   metrics.setGaugeSource('lockHeld', async () => policySeries(await storeGauges.latest(), 'heldLocks'));
   metrics.setGaugeSource('lockSessionsActive', async () => (await storeGauges.latest()).activeSessions);
   metrics.setGaugeSource('lockOldestHeldSeconds', async () => policySeries(await storeGauges.latest(), 'oldestHeldSeconds'));
@@ -126,7 +128,6 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
     policies: () => policies.current(),
     telemetry: createHttpTelemetry({ metrics, log: events, activity }),
     activity,
-    defaultLockTtlMillis: config.LOCK_DEFAULT_TTL_MS,
     shutdownSignal: shutdown.signal,
     renderMetrics: (accept) => renderMetrics(metrics.registry, accept),
     timeouts: httpTimeoutsOf(config),

@@ -42,12 +42,13 @@ export class AcquireWaits {
 
   constructor(readonly deps: AcquireWaitDeps) {}
 
-  async open(req: WaitingAcquire, ctx: EventContext, signal?: AbortSignal): Promise<AcquireWait> {
+  /** `capped`: the key's policy caps its waiters, so the wait is admitted only after that count is checked. */
+  async open(req: WaitingAcquire, ctx: EventContext, signal?: AbortSignal, capped = false): Promise<AcquireWait> {
     const wait = new AcquireWait(this, req, ctx, signal);
     // Others here already wait on this key: it is hot, and a first try would almost surely find it
     // held. Recorded first, one try covers what try-record-try covers — but only for a session
     // whose token the store has already accepted: nothing is recorded for an unchecked caller.
-    if (this.deps.records && this.deps.waiters.count(req.key) > 0 && this.verified.get(req.session.sessionId) === req.session.tokenHash) {
+    if (!capped && this.deps.records && this.deps.waiters.count(req.key) > 0 && this.verified.get(req.session.sessionId) === req.session.tokenHash) {
       try {
         wait.admit(null);
         await this.deps.records.begin(wait.waiter);
@@ -157,6 +158,11 @@ export class AcquireWait {
   async finish(): Promise<HeldLock | null> {
     const handed = (await this.deps.records?.finish(this.waiter, this.req.session)) ?? null;
     return handed ?? this.waiter.handed;
+  }
+
+  /** True once the wait counts (admit). */
+  get admitted(): boolean {
+    return this.waiter.admitted;
   }
 
   /** The store checked the session token and found the key held: from now on the wait counts. */

@@ -35,6 +35,7 @@ const ALWAYS_TRIED: ReadonlySet<StoreMethod> = new Set<StoreMethod>(['heartbeat'
 /** Refused at once while the store is down; timed otherwise. */
 const GATED: ReadonlySet<StoreMethod> = new Set<StoreMethod>([
   'openSession',
+  'authenticateSession',
   'getSession',
   'closeSession',
   'killSession',

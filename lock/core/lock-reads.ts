@@ -37,6 +37,11 @@ export class LockReads {
   }
 
   /** Waiters per key: fleet-wide from the store's wait state, else this instance's. */
+  /** Waits on one key, fleet-wide where the store keeps wait state. */
+  async waiterCount(key: string): Promise<number> {
+    return (await this.waiterCounts([key])).get(key) ?? 0;
+  }
+
   waiterCounts(keys: string[]): Promise<Map<string, number>> {
     if (this.store.fleet) return this.store.fleet.waiterCounts(keys);
     return Promise.resolve(new Map(keys.map((key) => [key, this.waiters.count(key)])));

@@ -5,7 +5,7 @@
  * health (store-health.ts). It speaks to a store only through the SPI and never names one.
  */
 import { verifyAuditChain, type AuditSealer, type ChainVerification } from '../audit/chain.js';
-import { LockLostError, NotLeaderError } from '../errors.js';
+import { HoldLimitReachedError, LockLostError, NotLeaderError } from '../errors.js';
 import type { AuditEntry, FencingToken, LockGrant, LockInfo, LockOutcome, Page, SessionInfo } from '../../contract/records.js';
 import type { AuditHead, AuditQuery, HeldLock, InstancePublication, LockStore, SessionCredential } from '../store/spi.js';
 import type { EventContext, LockEvents } from '../../contract/lock-events.js';
@@ -15,10 +15,13 @@ import type { ContentionAnswers } from './contention-answers.js';
 import type { FleetCoordinator } from './fleet.js';
 import type { Handoffs } from './handoffs.js';
 import type { ContendedKey, LockInsight } from './insight.js';
+import type { LockPolicies } from './lock-policies.js';
 import type { LockReads } from './lock-reads.js';
 import { wireServiceParts, type LockServiceOptions } from './service-parts.js';
 import type { SessionPrincipals } from './session-principals.js';
-import { refused, type KillOutcome, type Sessions, type SessionView } from './sessions.js';
+import type { SessionScopes } from './session-scopes.js';
+import { refused } from './session-refusal.js';
+import type { KillOutcome, Sessions, SessionView } from './sessions.js';
 import type { StoreHealth } from './store-health.js';
 import type { WaitRecords } from './wait-records.js';
 import type { WaitStrategy } from './wait-strategy.js';
@@ -47,6 +50,8 @@ export class LockService {
   private readonly reads: LockReads;
   private readonly principals: SessionPrincipals;
   private readonly handoffs: Handoffs;
+  private readonly policies: LockPolicies;
+  private readonly scopes: SessionScopes | null;
 
   constructor(
     rawStore: LockStore,
@@ -71,6 +76,8 @@ export class LockService {
       reads: this.reads,
       principals: this.principals,
       handoffs: this.handoffs,
+      policies: this.policies,
+      scopes: this.scopes,
     } = parts);
   }
 
@@ -144,11 +151,13 @@ export class LockService {
    * span `lock.acquire` is the caller's (exporter/request-telemetry.ts).
    */
   async acquire(
-    req: { key: string; session: SessionCredential; ttlMillis: number; waitMillis: number },
+    req: { key: string; session: SessionCredential; ttlMillis?: number; waitMillis: number },
     ctx: EventContext,
     signal?: AbortSignal,
   ): Promise<LockGrant> {
-    const attempt = { key: req.key, session: req.session, ttlMillis: req.ttlMillis };
+    // Before anything is tried, charged or recorded: a scoped session's reach, the key's policy.
+    await this.scopes?.check(req.session, req.key);
+    const attempt = { key: req.key, session: req.session, ttlMillis: this.policies.acquireTtl(req.key, req.ttlMillis) };
     const who = { key: req.key, sessionId: req.session.sessionId };
     // The budget is of contended attempts: a free key is granted whatever the budget says.
     if (req.waitMillis <= 0) {
@@ -157,7 +166,8 @@ export class LockService {
       if (result.kind !== 'held') throw refused(result, who.sessionId);
       throw await this.contended(who, result.holder, ctx);
     }
-    const wait = await this.waits.open(req, ctx, signal);
+    const capsWaiters = this.policies.of(req.key)?.maxWaiters !== undefined;
+    const wait = await this.waits.open({ ...req, ttlMillis: attempt.ttlMillis }, ctx, signal, capsWaiters);
     try {
       for (;;) {
         // A release handed this wait the key (FIFO handoff): nothing to try.
@@ -168,6 +178,7 @@ export class LockService {
         if (result.kind === 'granted') return this.granted(result.grant, result.owner, wait.isNew(result), wait.succeeded(), ctx);
         if (result.kind !== 'held') throw refused(result, who.sessionId);
         // Only now, with the session token checked by the store, does the wait count or get recorded.
+        if (capsWaiters && !wait.admitted) await this.policies.admitWait(req.key, () => this.reads.waiterCount(req.key));
         wait.admit(result.holder);
         if (await wait.record()) continue;
         if (wait.remaining <= 0) {
@@ -190,8 +201,17 @@ export class LockService {
     req: { key: string; session: SessionCredential; fencingToken: FencingToken; ttlMillis?: number },
     ctx: EventContext,
   ): Promise<LockGrant> {
-    const result = await this.store.renew(req);
+    const ttlMillis = this.policies.renewTtl(req.key, req.ttlMillis);
+    const maxHoldMillis = this.policies.maxHoldMillis(req.key);
+    const result = await this.store.renew({
+      key: req.key,
+      session: req.session,
+      fencingToken: req.fencingToken,
+      ...(ttlMillis !== undefined ? { ttlMillis } : {}),
+      ...(maxHoldMillis !== undefined ? { maxHoldMillis } : {}),
+    });
     if (result.kind === 'renewed') return toGrant(result.lock);
+    if (result.kind === 'hold_limit') throw new HoldLimitReachedError(req.key, maxHoldMillis ?? 0, this.policies.of(req.key)?.name ?? '');
     if (result.kind !== 'lost') throw refused(result, req.session.sessionId);
     this.events.lost(ctx, { key: req.key, sessionId: req.session.sessionId, fencingToken: req.fencingToken, op: 'renew' });
     throw new LockLostError(req.key);
@@ -303,7 +323,8 @@ export class LockService {
 
   /** Counts of held locks, live sessions, oldest grant and sweep lag, through the health check (A5, store gauges). */
   storeSummary(): ReturnType<LockStore['summary']> {
-    return this.store.summary();
+    const policies = this.policies.current();
+    return this.store.summary(policies.length > 0 ? { policies } : undefined);
   }
 
   /** Whether this server counts its store up (`lock_store_up`). */

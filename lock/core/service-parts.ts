@@ -7,6 +7,8 @@
  */
 import { createAuditSealer, type AuditSealer } from '../audit/chain.js';
 import type { EventContext, LockEvents } from '../../contract/lock-events.js';
+import type { LockPolicy } from '../../contract/policies.js';
+import { LOCK_TTL_MILLIS } from '../../contract/wire-rules.js';
 import type { LockStore } from '../store/spi.js';
 import { AcquireWaits } from './acquire-wait.js';
 import { systemClock, type Clock, type RandomSource } from './clock.js';
@@ -17,8 +19,10 @@ import { FleetCoordinator, type FleetOptions } from './fleet.js';
 import { Handoffs } from './handoffs.js';
 import { healthCheckedStore } from './health-checked-store.js';
 import { LockInsight, type LockInsightOptions } from './insight.js';
+import { LockPolicies } from './lock-policies.js';
 import { LockReads } from './lock-reads.js';
 import { SessionPrincipals } from './session-principals.js';
+import { SessionScopes, type ScopeOfToken } from './session-scopes.js';
 import { Sessions } from './sessions.js';
 import { DEFAULT_STORE_HEALTH, StoreHealth, type StoreHealthOptions } from './store-health.js';
 import { WaitRecords } from './wait-records.js';
@@ -52,6 +56,12 @@ export interface LockServiceOptions {
   publication?: () => unknown;
   /** Store call timeout and probe interval of the health state (store-health.ts). */
   storeHealth?: StoreHealthOptions;
+  /** The TTL of an acquire that names none and whose key's policy has no default (LOCK_DEFAULT_TTL_MS). */
+  defaultLockTtlMillis?: number;
+  /** Per-prefix policies (HOLDFAST_POLICIES_FILE), read at each decision: the server swaps them on change. */
+  policies?: () => readonly LockPolicy[];
+  /** A scoped client token's prefixes, by token name (the tokens file): sessions it opened act only there. */
+  scopeOfToken?: ScopeOfToken;
 }
 
 export interface ServiceParts {
@@ -71,6 +81,9 @@ export interface ServiceParts {
   reads: LockReads;
   principals: SessionPrincipals;
   handoffs: Handoffs;
+  policies: LockPolicies;
+  /** Null when no token is scoped (the server has no tokens file): nothing to check. */
+  scopes: SessionScopes | null;
 }
 
 export function wireServiceParts(rawStore: LockStore, events: LockEvents, options: LockServiceOptions): ServiceParts {
@@ -119,8 +132,10 @@ export function wireServiceParts(rawStore: LockStore, events: LockEvents, option
       : null;
   const waits = new AcquireWaits({ clock, waiters, strategy, poller, records, contention, events, insight });
   const principals = new SessionPrincipals(store);
-  const sessions = new Sessions({ store, events, health: storeHealth, waiters, waits, budget, principals, insight, records });
+  const scopes = options.scopeOfToken ? new SessionScopes(store, options.scopeOfToken) : null;
+  const policies = new LockPolicies(options.policies ?? (() => []), options.defaultLockTtlMillis ?? LOCK_TTL_MILLIS.default);
+  const sessions = new Sessions({ store, events, health: storeHealth, waiters, waits, budget, principals, scopes, insight, records });
   const reads = new LockReads(store, waiters, insight, fleet);
   const auditSealer = options.auditSealer ?? createAuditSealer();
-  return { clock, store, storeHealth, waiters, insight, fleet, auditSealer, contention, strategy, waits, records, sessions, reads, principals, handoffs };
+  return { clock, store, storeHealth, waiters, insight, fleet, auditSealer, contention, strategy, waits, records, sessions, reads, principals, handoffs, policies, scopes };
 }

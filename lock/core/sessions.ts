@@ -3,14 +3,16 @@
  * clock. Whatever way a session ends, `ended` tells everything in core that kept state about it.
  */
 import { randomBytes } from 'node:crypto';
-import { NotLeaderError, SessionNotFoundError, UnauthenticatedError } from '../errors.js';
+import { NotLeaderError } from '../errors.js';
 import type { Page, SessionInfo } from '../../contract/records.js';
 import { LOCK_EXPIRY_CAUSE_OF_SESSION_END, type EventContext, type LockEvents } from '../../contract/lock-events.js';
-import type { EndedSession, HeartbeatResult, LockStore, SessionCredential, SessionRefusal } from '../store/spi.js';
+import type { EndedSession, HeartbeatResult, LockStore, SessionCredential } from '../store/spi.js';
 import type { AcquireWaits } from './acquire-wait.js';
 import type { ContentionBudget } from './contention-budget.js';
 import type { GrantEnd, LockInsight } from './insight.js';
+import { refused } from './session-refusal.js';
 import type { SessionPrincipals } from './session-principals.js';
+import type { SessionScopes } from './session-scopes.js';
 import { hashSessionToken, newSessionToken } from './session-token.js';
 import type { StoreHealth } from './store-health.js';
 import type { WaitRecords } from './wait-records.js';
@@ -40,6 +42,7 @@ export interface SessionDeps {
   waits: AcquireWaits;
   budget: ContentionBudget;
   principals: SessionPrincipals;
+  scopes: SessionScopes | null;
   insight: LockInsight;
   records: WaitRecords | null;
 }
@@ -50,14 +53,16 @@ export class Sessions {
   /** `openedBy`: the name of the client token the caller presented, when the server needs one. */
   async open(input: { ttlMillis: number; owner: string; openedBy?: string }, ctx: EventContext): Promise<SessionView> {
     const sessionToken = newSessionToken();
+    const tokenHash = hashSessionToken(sessionToken);
     const session = await this.deps.store.openSession({
       sessionId: newSessionId(),
       owner: input.owner,
       ttlMillis: input.ttlMillis,
-      tokenHash: hashSessionToken(sessionToken),
+      tokenHash,
       ...(input.openedBy !== undefined ? { openedBy: input.openedBy } : {}),
     });
     this.deps.principals.remember(session);
+    this.deps.scopes?.remember(session.sessionId, tokenHash, session.openedBy);
     this.deps.events.sessionOpened(ctx, { sessionId: session.sessionId, owner: session.owner, ttlMillis: session.ttlMillis });
     return { sessionId: session.sessionId, sessionToken, owner: session.owner, ttlMillis: session.ttlMillis, expiresAt: session.expiresAt };
   }
@@ -138,19 +143,13 @@ export class Sessions {
     waits.sessionEnded(session.sessionId);
     budget.forget(session.sessionId);
     this.deps.principals.forget(session.sessionId);
+    this.deps.scopes?.forget(session.sessionId);
     events.sessionEnded(ctx, { sessionId: session.sessionId, owner: session.owner, cause, releasedLocks: ended.releasedLocks });
     for (const lock of ended.releasedLocks) {
       insight.ended(lock, { outcome: 'session_ended', cause: LOCK_EXPIRY_CAUSE_OF_SESSION_END[cause], ...killedBy });
       waiters.keyReleased(lock.key);
     }
   }
-}
-
-/** Why a session-scoped call did nothing, as the error the caller gets. */
-export function refused(refusal: SessionRefusal, sessionId: string): SessionNotFoundError | UnauthenticatedError {
-  return refusal.kind === 'session_not_found'
-    ? new SessionNotFoundError(sessionId)
-    : new UnauthenticatedError(`session ${sessionId} needs its own sessionToken: Authorization: Bearer <sessionToken>`);
 }
 
 function newSessionId(): string {

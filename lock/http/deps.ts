@@ -17,7 +17,6 @@ export interface HttpServerDeps {
   telemetry: HttpTelemetry;
   /** The recent counts A5 reads (written by the telemetry; this side only reads). */
   activity: RecentActivity;
-  defaultLockTtlMillis: number;
   /** The lock policies in force (HOLDFAST_POLICIES_FILE), for A8; none when absent. */
   policies?: () => readonly LockPolicy[];
   /**

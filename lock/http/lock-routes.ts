@@ -10,7 +10,6 @@ import { checkFencingToken } from './validation.js';
 
 export interface LockRouteDeps {
   service: LockService;
-  defaultLockTtlMillis: number;
   /** Draining: waiting acquires end at once with the signal's reason. */
   shutdownSignal: AbortSignal;
 }
@@ -28,7 +27,8 @@ export function registerLockRoutes(app: HttpApp, deps: LockRouteDeps): void {
           {
             key,
             session: credentialOf(request, body.sessionId),
-            ttlMillis: body.ttlMillis ?? deps.defaultLockTtlMillis,
+            // Absent: the key's policy's default, else the server's (core decides, lock-policies.ts).
+            ...(body.ttlMillis !== undefined ? { ttlMillis: body.ttlMillis } : {}),
             waitMillis: body.waitMillis ?? 0,
           },
           eventContext(request),

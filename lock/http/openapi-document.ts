@@ -5,7 +5,6 @@
  * docs/openapi.json and the freshness test compares; GET /openapi.json serves
  * the same bytes.
  */
-import { LOCK_TTL_MILLIS } from '../../contract/wire-rules.js';
 import { openApiText } from './openapi.js';
 import { buildHttpServer, type HttpServerDeps } from './server.js';
 
@@ -30,7 +29,6 @@ export async function openApiDocumentText(): Promise<string> {
     tokens: unused('tokens'),
     telemetry: unused('telemetry'),
     activity: unused('activity'),
-    defaultLockTtlMillis: LOCK_TTL_MILLIS.default,
     shutdownSignal: new AbortController().signal,
     renderMetrics: () => Promise.reject(new Error('building the OpenAPI document rendered metrics')),
   };

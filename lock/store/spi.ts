@@ -48,142 +48,35 @@
  *   granted by a try ends in that grant's write, so no later release hands it the key. A release
  *   never waits for a wait's or a session's row lock to hand off: it passes such a wait over.
  */
+import type { AuditEntry, BackendName, FencingToken, Page, SessionInfo } from '../../contract/records.js';
 import type {
-  AuditEntry,
-  BackendName,
-  FencingToken,
-  LockGrant,
-  Page,
-  SessionEndCause,
-  SessionInfo,
-} from '../../contract/records.js';
+  AuditDraft,
+  AuditHead,
+  AuditQuery,
+  AuthenticateResult,
+  CloseSessionResult,
+  EndedLock,
+  EndedSession,
+  ForceRevokeResult,
+  HandedGrant,
+  HeartbeatResult,
+  HeldLock,
+  KillSessionResult,
+  ListQuery,
+  OpenSessionRequest,
+  PolicyHeldSummary,
+  ReleaseResult,
+  RenewRequest,
+  RenewResult,
+  SessionCredential,
+  SessionRecord,
+  SessionRefusal,
+  StoreSummary,
+  SummaryQuery,
+  TryAcquireResult,
+} from './spi-records.js';
 
-export interface SessionRecord {
-  sessionId: string;
-  owner: string;
-  ttlMillis: number;
-  createdAt: number;
-  lastHeartbeatAt: number;
-  expiresAt: number;
-  /**
-   * The name of the token the session was opened with (the tokens file's entry), absent when
-   * the server needs no client token. Core splits the shared contention budget by it; never on
-   * the wire.
-   */
-  openedBy?: string;
-}
-
-export interface OpenSessionRequest {
-  sessionId: string;
-  owner: string;
-  ttlMillis: number;
-  tokenHash: string;
-  /** Kept with the session and returned by every read of it (SessionRecord.openedBy). */
-  openedBy?: string;
-}
-
-/**
- * What a caller presents to act on its own session: the id and the SHA-256 (hex)
- * of the bearer sessionToken. Stores keep and compare only the hash.
- */
-export interface SessionCredential {
-  sessionId: string;
-  tokenHash: string;
-}
-
-/** Why a session-scoped operation did nothing. */
-export type SessionRefusal = { kind: 'session_not_found' } | { kind: 'unauthenticated' };
-
-export interface HeldLock extends LockGrant {
-  owner: string;
-}
-
-/** A grant that just ended, with the instant it ended (store clock where there is one). */
-export interface EndedLock extends HeldLock {
-  endedAt: number;
-}
-
-export type TryAcquireResult =
-  /** `existing`: the session already held the key; the grant is unchanged. */
-  | { kind: 'granted'; grant: LockGrant; owner: string; existing: boolean }
-  /**
-   * Held by another live session. `observedRevision` is the backend's revision
-   * at which this was seen (etcd header revision), for revision-addressed waits.
-   */
-  | { kind: 'held'; holder: HeldLock; observedRevision?: string }
-  | SessionRefusal;
-
-export type RenewResult = { kind: 'renewed'; lock: HeldLock } | { kind: 'lost' } | SessionRefusal;
-export type ReleaseResult =
-  /** `handedTo`: the release granted the key to a recorded wait in the same write (FleetWaitState.handsOff). */
-  | { kind: 'released'; lock: EndedLock; handedTo?: HandedGrant }
-  | { kind: 'lost' }
-  | SessionRefusal;
-
-/** A grant a release made to a recorded wait (FIFO handoff): the wait's acquire answers with it. */
-export interface HandedGrant extends HeldLock {
-  waitId: string;
-}
-export type HeartbeatResult = { kind: 'alive'; session: SessionRecord } | SessionRefusal;
-export type CloseSessionResult = { kind: 'closed'; ended: EndedSession } | SessionRefusal;
-
-export interface EndedSession {
-  session: SessionRecord;
-  cause: SessionEndCause;
-  releasedLocks: EndedLock[];
-}
-
-/** What core asks the store to append; the store stamps `at` and assigns id, prevHash and hash. */
-export interface AuditDraft {
-  actor: string;
-  requestId: string;
-  reason: string;
-}
-
-export interface ForceRevokeResult {
-  outcome: 'REVOKED' | 'NOT_HELD' | 'TOKEN_MISMATCH';
-  revoked?: EndedLock;
-  /** The current holder when the outcome is TOKEN_MISMATCH. */
-  holder?: HeldLock;
-  audit: AuditEntry;
-}
-
-export interface KillSessionResult {
-  ended: EndedSession | null;
-  audit: AuditEntry;
-}
-
-/** The recorded head of the audit chain: verification compares the chain with it. */
-export interface AuditHead {
-  /** Id of the newest entry ("0" when the chain is empty). */
-  lastId: string;
-  lastHash: string;
-}
-
-export interface StoreSummary {
-  heldLocks: number;
-  activeSessions: number;
-  /** Age (store clock) of the oldest live grant in milliseconds; 0 when nothing is held. */
-  oldestHeldMillis: number;
-  /**
-   * Age (store clock) of the oldest session or lock expiry that has passed and is not yet
-   * swept, in milliseconds; 0 when the sweeper is up to date. Absent where the backend
-   * expires by itself (etcd leases).
-   */
-  sweepLagMillis?: number;
-}
-
-export interface ListQuery {
-  limit: number;
-  cursor?: string;
-}
-
-export interface AuditQuery extends ListQuery {
-  actor?: string;
-  action?: string;
-  /** The lock key or session id the entry is about. */
-  target?: string;
-}
+export type * from './spi-records.js';
 
 export interface LockStore {
   readonly backend: BackendName;
@@ -198,6 +91,11 @@ export interface LockStore {
   openSession(req: OpenSessionRequest): Promise<SessionRecord>;
   /** Extends a live session by its TTL from the store's now. */
   heartbeat(credential: SessionCredential): Promise<HeartbeatResult>;
+  /**
+   * Checks a credential and changes nothing (core asks before a decision that needs to know whose
+   * session it is, such as a scoped token's reach): the refusals are those of every session-scoped call.
+   */
+  authenticateSession(credential: SessionCredential): Promise<AuthenticateResult>;
   /** A live session (admin views); null when unknown or lapsed. */
   getSession(sessionId: string): Promise<SessionRecord | null>;
   /** Ends a live session and releases its locks (closed by its owner). */
@@ -213,9 +111,10 @@ export interface LockStore {
   tryAcquire(req: { key: string; session: SessionCredential; ttlMillis: number }): Promise<TryAcquireResult>;
   /**
    * Extends a lock held by (key, token, session). Without `ttlMillis` the grant keeps
-   * its own TTL (a renew never shortens a lock by accident).
+   * its own TTL (a renew never shortens a lock by accident). With `maxHoldMillis`, a grant at
+   * least that old (store clock, from grantedAt) is not extended: `hold_limit`, nothing changes.
    */
-  renew(req: { key: string; session: SessionCredential; fencingToken: FencingToken; ttlMillis?: number }): Promise<RenewResult>;
+  renew(req: RenewRequest): Promise<RenewResult>;
   /** Compare-and-delete on (key, token) of the calling session's live grant. */
   release(req: { key: string; session: SessionCredential; fencingToken: FencingToken }): Promise<ReleaseResult>;
   /** The live holder of a key, or null. */
@@ -229,7 +128,7 @@ export interface LockStore {
   readAuditChain(): AsyncIterable<AuditEntry>;
   readAuditHead(): Promise<AuditHead>;
 
-  summary(): Promise<StoreSummary>;
+  summary(query?: SummaryQuery): Promise<StoreSummary>;
 
   /** Wakes a waiter when the key it failed on is released (etcd: a revision-addressed watch). */
   readonly releaseWaiter?: ReleaseWaiter;

@@ -4,20 +4,18 @@
  * policy removed from the file leaves no series behind.
  *
  * Part 1 drives the exporter with store summaries directly. Part 2 runs a real server on a policies
- * file with many randomly named keys; its store is wrapped to answer the per-policy rows the SPI's
- * `summary({ policies })` answers (computed here from the store's own lock list), so the test needs
- * nothing of a store implementation: server → exporter → /metrics is what it checks.
+ * file with many randomly named keys: store `summary({ policies })` → exporter → /metrics.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
-import { NO_POLICY, policyForKey, type LockPolicy } from '../../contract/policies.js';
+import { NO_POLICY, policyForKey } from '../../contract/policies.js';
 import { createServerMetrics } from '../../exporter/server-metrics.js';
-import { policySeries, type PolicySummaryRow } from '../../exporter/store-gauges.js';
+import { policySeries } from '../../exporter/store-gauges.js';
 import { parsePolicies } from '../../lock/policies-file.js';
-import type { LockStore, StoreSummary } from '../../lock/store/spi.js';
+import type { PolicyHeldSummary, StoreSummary } from '../../lock/store/spi.js';
 import { eventually, httpClient } from '../support/http.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { parseExposition, scrape } from './support/scrape.js';
@@ -29,7 +27,7 @@ const POLICIES_YAML = `
 `;
 const POLICIES = parsePolicies(POLICIES_YAML, 'policies.yaml');
 
-function summaryOf(rows: PolicySummaryRow[]): StoreSummary & { byPolicy: PolicySummaryRow[] } {
+function summaryOf(rows: PolicyHeldSummary[]): StoreSummary & { byPolicy: PolicyHeldSummary[] } {
   const heldLocks = rows.reduce((n, row) => n + row.heldLocks, 0);
   return { heldLocks, activeSessions: 1, oldestHeldMillis: Math.max(0, ...rows.map((r) => r.oldestHeldMillis)), byPolicy: rows };
 }
@@ -69,40 +67,6 @@ describe('the exporter', () => {
   });
 });
 
-/** The store, answering `byPolicy` for `policies` from its own lock list (what the SPI's summary adds). */
-function splitByPolicy(store: LockStore, policies: readonly LockPolicy[]): LockStore {
-  const summary = async (): Promise<StoreSummary> => {
-    const base = await store.summary();
-    const rows = new Map<string, { heldLocks: number; oldestGrantedAt: number }>(
-      [...policies.map((p) => p.name), NO_POLICY].map((name) => [name, { heldLocks: 0, oldestGrantedAt: Infinity }]),
-    );
-    let cursor: string | undefined;
-    do {
-      const page = await store.listLocks({ limit: 1000, ...(cursor ? { cursor } : {}) });
-      for (const lock of page.items) {
-        const row = rows.get(policyForKey(policies, lock.key)?.name ?? NO_POLICY)!;
-        row.heldLocks += 1;
-        row.oldestGrantedAt = Math.min(row.oldestGrantedAt, lock.grantedAt);
-      }
-      cursor = page.nextCursor ?? undefined;
-    } while (cursor);
-    const now = Date.now();
-    const byPolicy = [...rows].map(([policy, row]) => ({
-      policy,
-      heldLocks: row.heldLocks,
-      oldestHeldMillis: row.heldLocks === 0 ? 0 : Math.max(0, now - row.oldestGrantedAt),
-    }));
-    return { ...base, byPolicy } as StoreSummary;
-  };
-  return new Proxy(store, {
-    get(target, property) {
-      if (property === 'summary') return summary;
-      const value = Reflect.get(target, property) as unknown;
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-    },
-  });
-}
-
 describe('a server on a policies file', () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'holdfast-policy-cardinality-'));
   let server: TestServer | undefined;
@@ -116,7 +80,6 @@ describe('a server on a policies file', () => {
     writeFileSync(file, POLICIES_YAML);
     server = await startServer({
       env: { HOLDFAST_POLICIES_FILE: file, HOLDFAST_STORE_GAUGE_REFRESH_MS: '1000' },
-      wrapStore: (store) => splitByPolicy(store, POLICIES),
     });
     const api = httpClient(server.url);
     const sessionId = (await api.openSession({ owner: 'cardinality', ttlMillis: 300_000 })).body.sessionId as string;

@@ -12,7 +12,7 @@ export interface TestSession {
 
 export async function openTestSession(
   store: LockStore,
-  options: { ttlMillis?: number; owner?: string; sessionId?: string } = {},
+  options: { ttlMillis?: number; owner?: string; sessionId?: string; openedBy?: string } = {},
 ): Promise<TestSession> {
   const token = newSessionToken();
   const sessionId = options.sessionId ?? `s_${randomBytes(12).toString('base64url')}`;
@@ -21,6 +21,7 @@ export async function openTestSession(
     owner: options.owner ?? 'test',
     ttlMillis: options.ttlMillis ?? 60_000,
     tokenHash: hashSessionToken(token),
+    ...(options.openedBy !== undefined ? { openedBy: options.openedBy } : {}),
   });
   return {
     record,

@@ -10,7 +10,7 @@ const lockTtl = (description: string) =>
 
 export const acquireBody = strictObject({
   sessionId,
-  ttlMillis: lockTtl(`default LOCK_DEFAULT_TTL_MS (${LOCK_TTL_MILLIS.default})`),
+  ttlMillis: lockTtl(`default: the key's policy's defaultTtlMillis, else LOCK_DEFAULT_TTL_MS (${LOCK_TTL_MILLIS.default}); at most its policy's maxTtlMillis`),
   waitMillis: Type.Optional(
     Type.Integer({
       minimum: WAIT_MILLIS.min,
@@ -39,7 +39,7 @@ export const lockRouteSchemas = {
     body: acquireBody,
     response: {
       200: ref('LockGrant'),
-      ...errorResponses('UNAUTHENTICATED', 'SESSION_NOT_FOUND', 'LOCK_CONTENDED', 'DEADLOCK_DETECTED', 'CONTENTION_EXCEEDED'),
+      ...errorResponses('UNAUTHENTICATED', 'FORBIDDEN', 'SESSION_NOT_FOUND', 'LOCK_CONTENDED', 'DEADLOCK_DETECTED', 'CONTENTION_EXCEEDED'),
     },
   },
   renew: {
@@ -49,7 +49,7 @@ export const lockRouteSchemas = {
     security: SESSION_TOKEN,
     params: keyParams,
     body: renewBody,
-    response: { 200: ref('LockGrant'), ...errorResponses('UNAUTHENTICATED', 'SESSION_NOT_FOUND', 'LOCK_LOST') },
+    response: { 200: ref('LockGrant'), ...errorResponses('UNAUTHENTICATED', 'SESSION_NOT_FOUND', 'LOCK_LOST', 'HOLD_LIMIT_REACHED') },
   },
   release: {
     operationId: 'release',

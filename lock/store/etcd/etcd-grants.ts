@@ -18,6 +18,7 @@ import type {
   RenewResult,
   SessionCredential,
   TryAcquireResult,
+  RenewRequest,
 } from '../spi.js';
 import { AcquireBatcher } from './acquire-batcher.js';
 import { decodeCursor, encodeCursor } from './cursors.js';
@@ -156,7 +157,7 @@ export class EtcdGrants {
     throw new NotLeaderError(`acquire of ${JSON.stringify(req.key)} kept racing other writers`);
   }
 
-  async renew(req: { key: string; session: SessionCredential; fencingToken: FencingToken; ttlMillis?: number }): Promise<RenewResult> {
+  async renew(req: RenewRequest): Promise<RenewResult> {
     const client = this.ctx.etcd();
     const sessionId = req.session.sessionId;
     const lockKey = this.ctx.keys.lock(req.key);
@@ -177,6 +178,10 @@ export class EtcdGrants {
       const row = decodeLock(req.key, lockKv);
       if (row.lock.fencingToken !== req.fencingToken) return { kind: 'lost' };
       if (row.stored.sessionId !== sessionId || row.stored.sessionRevision !== session.createRevision) return { kind: 'lost' };
+      // etcd keeps no clock: the grant's age is by this server's reading, like its grantedAt.
+      if (req.maxHoldMillis !== undefined && this.ctx.clock() - row.stored.grantedAt >= req.maxHoldMillis) {
+        return { kind: 'hold_limit', lock: row.lock };
+      }
 
       // The key moves to a fresh lease with the (kept or new) TTL: etcd's clock restarts from there.
       const ttlMillis = req.ttlMillis ?? row.stored.ttlMillis;

@@ -17,6 +17,7 @@ import type {
   ListQuery,
   SessionCredential,
   SessionRecord,
+  AuthenticateResult,
 } from '../spi.js';
 import type { PlannedAppend } from './audit-log.js';
 import { decodeCursor, encodeCursor } from './cursors.js';
@@ -119,6 +120,13 @@ export class EtcdSessions {
     }
     const now = this.ctx.clock();
     return { kind: 'alive', session: toSessionRecord({ ...current.session, lastHeartbeatAt: now, expiresAt: now + current.session.ttlMillis }) };
+  }
+
+  async authenticateSession(credential: SessionCredential): Promise<AuthenticateResult> {
+    const row = await this.ctx.readLiveSession(credential.sessionId);
+    if (!row) return { kind: 'session_not_found' };
+    if (row.session.tokenHash !== credential.tokenHash) return { kind: 'unauthenticated' };
+    return { kind: 'authenticated', session: await this.asOfLease(row.session) };
   }
 
   async getSession(sessionId: string): Promise<SessionRecord | null> {

@@ -54,6 +54,9 @@ import type {
   StoreSummary,
   TryAcquireResult,
   WaitResult,
+  AuthenticateResult,
+  RenewRequest,
+  SummaryQuery,
 } from '../spi.js';
 import { EtcdAudit } from './etcd-audit.js';
 import { createEtcdClient, range } from './etcd-client.js';
@@ -172,6 +175,10 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
     return this.sessions.heartbeat(credential);
   }
 
+  authenticateSession(credential: SessionCredential): Promise<AuthenticateResult> {
+    return this.sessions.authenticateSession(credential);
+  }
+
   getSession(sessionId: string): Promise<SessionRecord | null> {
     return this.sessions.getSession(sessionId);
   }
@@ -198,7 +205,7 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
     return this.grants.tryAcquire(req);
   }
 
-  renew(req: { key: string; session: SessionCredential; fencingToken: FencingToken; ttlMillis?: number }): Promise<RenewResult> {
+  renew(req: RenewRequest): Promise<RenewResult> {
     return this.grants.renew(req);
   }
 
@@ -236,8 +243,8 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
     return this.audit.readAuditHead();
   }
 
-  summary(): Promise<StoreSummary> {
-    return summarize(this.ctx);
+  summary(query?: SummaryQuery): Promise<StoreSummary> {
+    return summarize(this.ctx, query);
   }
 
   waitForRelease(req: EtcdWaitRequest): Promise<WaitResult> {

@@ -1,5 +1,6 @@
 /** The etcd store's summary: live sessions and held locks counted by the liveness test every read uses. */
-import type { StoreSummary } from '../spi.js';
+import { tallyByPolicy } from '../policy-tally.js';
+import type { StoreSummary, SummaryQuery } from '../spi.js';
 import type { EtcdContext } from './etcd-context.js';
 import { decodeLock } from './records.js';
 
@@ -8,7 +9,7 @@ import { decodeLock } from './records.js';
  * present, holder incarnation matching). `oldestHeldMillis` is advisory: this
  * server's clock minus the granting server's grantedAt, floored at 0.
  */
-export async function summarize(ctx: EtcdContext): Promise<StoreSummary> {
+export async function summarize(ctx: EtcdContext, query: SummaryQuery = {}): Promise<StoreSummary> {
   const liveSessions = new Map<string, string>();
   for await (const page of ctx.scanPages(ctx.keys.sessionsPrefix)) {
     for (const kv of page) {
@@ -18,6 +19,7 @@ export async function summarize(ctx: EtcdContext): Promise<StoreSummary> {
   }
   let heldLocks = 0;
   let oldestGrantedAt = Number.POSITIVE_INFINITY;
+  const held: { key: string; grantedAt: number }[] = [];
   for await (const page of ctx.scanPages(ctx.keys.locksPrefix)) {
     for (const kv of page) {
       const key = ctx.keys.lockKeyOf(kv.key);
@@ -25,9 +27,12 @@ export async function summarize(ctx: EtcdContext): Promise<StoreSummary> {
       const row = decodeLock(key, kv);
       if (liveSessions.get(row.stored.sessionId) !== row.stored.sessionRevision) continue;
       heldLocks += 1;
+      if (query.policies) held.push({ key, grantedAt: row.stored.grantedAt });
       oldestGrantedAt = Math.min(oldestGrantedAt, row.stored.grantedAt);
     }
   }
-  const oldestHeldMillis = heldLocks === 0 ? 0 : Math.max(0, ctx.clock() - oldestGrantedAt);
-  return { heldLocks, activeSessions: liveSessions.size, oldestHeldMillis };
+  const now = ctx.clock();
+  const oldestHeldMillis = heldLocks === 0 ? 0 : Math.max(0, now - oldestGrantedAt);
+  const byPolicy = query.policies ? { byPolicy: tallyByPolicy(held, query.policies, now) } : {};
+  return { heldLocks, activeSessions: liveSessions.size, oldestHeldMillis, ...byPolicy };
 }

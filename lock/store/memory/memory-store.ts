@@ -15,6 +15,7 @@ import type {
   AuditDraft,
   AuditHead,
   AuditQuery,
+  AuthenticateResult,
   CloseSessionResult,
   EndedLock,
   EndedSession,
@@ -25,14 +26,17 @@ import type {
   ListQuery,
   LockStore,
   ReleaseResult,
+  RenewRequest,
   RenewResult,
   SessionCredential,
   SessionRecord,
   SessionRefusal,
   StoreSummary,
+  SummaryQuery,
   TryAcquireResult,
 } from '../spi.js';
 import { decodeCursor, encodeCursor } from '../cursor.js';
+import { tallyByPolicy } from '../policy-tally.js';
 
 interface StoredSession extends SessionRecord {
   tokenHash: string;
@@ -81,6 +85,11 @@ export class MemoryLockStore implements LockStore {
     session.lastHeartbeatAt = now;
     session.expiresAt = now + session.ttlMillis;
     return { kind: 'alive', session: record(session) };
+  }
+
+  async authenticateSession(credential: SessionCredential): Promise<AuthenticateResult> {
+    const session = this.checked(credential);
+    return 'kind' in session ? session : { kind: 'authenticated', session: record(session) };
   }
 
   async getSession(sessionId: string): Promise<SessionRecord | null> {
@@ -155,12 +164,13 @@ export class MemoryLockStore implements LockStore {
     return { kind: 'granted', grant, owner, existing: false };
   }
 
-  async renew(req: { key: string; session: SessionCredential; fencingToken: FencingToken; ttlMillis?: number }): Promise<RenewResult> {
+  async renew(req: RenewRequest): Promise<RenewResult> {
     const session = this.checked(req.session);
     if ('kind' in session) return session;
     const lock = this.ownLiveLock(req);
     if (!lock) return { kind: 'lost' };
     const now = this.now();
+    if (req.maxHoldMillis !== undefined && now - lock.grantedAt >= req.maxHoldMillis) return { kind: 'hold_limit', lock: { ...lock } };
     lock.ttlMillis = req.ttlMillis ?? lock.ttlMillis;
     lock.expiresAt = now + lock.ttlMillis;
     return { kind: 'renewed', lock: { ...lock } };
@@ -238,15 +248,17 @@ export class MemoryLockStore implements LockStore {
     return { lastId: last?.id ?? '0', lastHash: last?.hash ?? GENESIS_HASH };
   }
 
-  async summary(): Promise<StoreSummary> {
+  async summary(query: SummaryQuery = {}): Promise<StoreSummary> {
     const now = this.now();
     const live = [...this.locks.values()].filter((l) => this.isLive(l, now));
+    const byPolicy = query.policies ? { byPolicy: tallyByPolicy(live, query.policies, now) } : {};
     const overdue = Math.min(now, ...[...this.sessions.values(), ...this.locks.values()].map((x) => x.expiresAt));
     return {
       heldLocks: live.length,
       activeSessions: [...this.sessions.values()].filter((s) => s.expiresAt > now).length,
       oldestHeldMillis: live.length ? now - Math.min(...live.map((l) => l.grantedAt)) : 0,
       sweepLagMillis: now - overdue,
+      ...byPolicy,
     };
   }
 

@@ -14,6 +14,7 @@ import type {
   HeldLock,
   ListQuery,
   ReleaseResult,
+  RenewRequest,
   RenewResult,
   SessionCredential,
   SessionRefusal,
@@ -60,7 +61,7 @@ export class SqlGrants {
     }
   }
 
-  async renew(req: { key: string; session: SessionCredential; fencingToken: FencingToken; ttlMillis?: number }): Promise<RenewResult> {
+  async renew(req: RenewRequest): Promise<RenewResult> {
     const rows = await this.guard(() =>
       this.db.query(
         // Without a TTL the grant keeps its own: a renew never shortens a lock by accident.
@@ -69,12 +70,24 @@ export class SqlGrants {
          FROM holdfast_sessions s, (SELECT holdfast_now_ms() AS now) n
          WHERE l.key = $1 AND l.fencing_token = $2::bigint AND l.session_id = $3 AND l.expires_at > n.now
            AND s.session_id = $3 AND s.token_hash = $4 AND s.expires_at > n.now
+           AND ($6::bigint IS NULL OR n.now - l.granted_at < $6::bigint)
          RETURNING ${QUALIFIED_LOCK_COLUMNS}`,
-        [req.key, req.fencingToken, req.session.sessionId, req.session.tokenHash, req.ttlMillis ?? null],
+        [req.key, req.fencingToken, req.session.sessionId, req.session.tokenHash, req.ttlMillis ?? null, req.maxHoldMillis ?? null],
       ),
     );
     if (rows[0]) return { kind: 'renewed', lock: toLock(rows[0]) };
-    return (await this.refusal(this.db, req.session)) ?? { kind: 'lost' };
+    const refused = await this.refusal(this.db, req.session);
+    if (refused) return refused;
+    if (req.maxHoldMillis === undefined) return { kind: 'lost' };
+    // Not renewed: still this session's live grant means it was refused for its age alone.
+    const held = await this.guard(() =>
+      this.db.query(
+        `SELECT ${LOCK_COLUMNS} FROM holdfast_locks l
+         WHERE l.key = $1 AND l.fencing_token = $2::bigint AND l.session_id = $3 AND ${LIVE_LOCK('l')}`,
+        [req.key, req.fencingToken, req.session.sessionId],
+      ),
+    );
+    return held[0] ? { kind: 'hold_limit', lock: toLock(held[0]) } : { kind: 'lost' };
   }
 
   /**

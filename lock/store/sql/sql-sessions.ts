@@ -17,6 +17,7 @@ import type {
   SessionCredential,
   SessionRecord,
   SessionRefusal,
+  AuthenticateResult,
 } from '../spi.js';
 import { decodeCursor, encodeCursor } from '../cursor.js';
 import type { Queryable, Row, SqlDatabase } from './queryable.js';
@@ -112,6 +113,16 @@ export class SqlSessions {
       if (!row.was_live) return { kind: 'session_not_found' };
       return row.live_hash === row.presented ? { kind: 'session_not_found' } : { kind: 'unauthenticated' };
     });
+  }
+
+  async authenticateSession(credential: SessionCredential): Promise<AuthenticateResult> {
+    const rows = await this.guard(() =>
+      this.db.query(`SELECT ${SESSION_COLUMNS}, token_hash FROM holdfast_sessions WHERE session_id = $1 AND expires_at > ${DB_NOW}`, [
+        credential.sessionId,
+      ]),
+    );
+    if (!rows[0]) return { kind: 'session_not_found' };
+    return rows[0].token_hash === credential.tokenHash ? { kind: 'authenticated', session: toSession(rows[0]) } : { kind: 'unauthenticated' };
   }
 
   async getSession(sessionId: string): Promise<SessionRecord | null> {

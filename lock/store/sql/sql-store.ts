@@ -35,6 +35,9 @@ import type {
   SessionRecord,
   StoreSummary,
   TryAcquireResult,
+  AuthenticateResult,
+  RenewRequest,
+  SummaryQuery,
 } from '../spi.js';
 import type { AcquireRequest } from './acquire-batch.js';
 import type { SqlDatabase } from './queryable.js';
@@ -98,6 +101,10 @@ export class SqlLockStore implements LockStore {
     return this.sessions.heartbeat(credential);
   }
 
+  authenticateSession(credential: SessionCredential): Promise<AuthenticateResult> {
+    return this.sessions.authenticateSession(credential);
+  }
+
   getSession(sessionId: string): Promise<SessionRecord | null> {
     return this.sessions.getSession(sessionId);
   }
@@ -124,7 +131,7 @@ export class SqlLockStore implements LockStore {
     return this.grants.tryAcquire(req);
   }
 
-  renew(req: { key: string; session: SessionCredential; fencingToken: FencingToken; ttlMillis?: number }): Promise<RenewResult> {
+  renew(req: RenewRequest): Promise<RenewResult> {
     return this.grants.renew(req);
   }
 
@@ -162,7 +169,7 @@ export class SqlLockStore implements LockStore {
     return this.audit.readAuditHead();
   }
 
-  summary(): Promise<StoreSummary> {
-    return summarize(this.db, this.backend);
+  summary(query?: SummaryQuery): Promise<StoreSummary> {
+    return summarize(this.db, this.backend, query);
   }
 }

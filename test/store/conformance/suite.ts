@@ -13,6 +13,7 @@ import { verifyAuditChain } from '../../../lock/audit/chain.js';
 import type { LockStore, SessionRecord } from '../../../lock/store/spi.js';
 import { eventually } from '../../support/http.js';
 import { openTestSession } from '../../support/store-sessions.js';
+import { policyRules } from './policy-rules.js';
 
 export interface ConformanceStore {
   /** A fresh, initialised store (its own database / key prefix). */
@@ -242,5 +243,7 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
       const sessions = await store.listSessions({ limit: 1000 });
       expect(sessions.items.find((s) => s.sessionId === a.record.sessionId)?.lockCount).toBe(1);
     });
+
+    policyRules(() => ({ store, expectSameSession }));
   });
 }

@@ -1,0 +1,175 @@
+/**
+ * The records and answers of the store SPI (lock/store/spi.ts, where the rules every store keeps are
+ * written): what a store is asked and what it answers. Split from spi.ts only to keep each file
+ * readable; core and the stores import both through spi.ts.
+ */
+import type {
+  AuditEntry,
+  BackendName,
+  FencingToken,
+  LockGrant,
+  Page,
+  SessionEndCause,
+  SessionInfo,
+} from '../../contract/records.js';
+import type { LockPolicy } from '../../contract/policies.js';
+
+
+export interface RenewRequest {
+  key: string;
+  session: SessionCredential;
+  fencingToken: FencingToken;
+  ttlMillis?: number;
+  /** The key's policy's maxHoldMillis (contract/policies.ts), when it has one. */
+  maxHoldMillis?: number;
+}
+
+export interface SessionRecord {
+  sessionId: string;
+  owner: string;
+  ttlMillis: number;
+  createdAt: number;
+  lastHeartbeatAt: number;
+  expiresAt: number;
+  /**
+   * The name of the token the session was opened with (the tokens file's entry), absent when
+   * the server needs no client token. Core splits the shared contention budget by it; never on
+   * the wire.
+   */
+  openedBy?: string;
+}
+
+export interface OpenSessionRequest {
+  sessionId: string;
+  owner: string;
+  ttlMillis: number;
+  tokenHash: string;
+  /** Kept with the session and returned by every read of it (SessionRecord.openedBy). */
+  openedBy?: string;
+}
+
+/**
+ * What a caller presents to act on its own session: the id and the SHA-256 (hex)
+ * of the bearer sessionToken. Stores keep and compare only the hash.
+ */
+export interface SessionCredential {
+  sessionId: string;
+  tokenHash: string;
+}
+
+/** Why a session-scoped operation did nothing. */
+export type SessionRefusal = { kind: 'session_not_found' } | { kind: 'unauthenticated' };
+
+export interface HeldLock extends LockGrant {
+  owner: string;
+}
+
+/** A grant that just ended, with the instant it ended (store clock where there is one). */
+export interface EndedLock extends HeldLock {
+  endedAt: number;
+}
+
+export type TryAcquireResult =
+  /** `existing`: the session already held the key; the grant is unchanged. */
+  | { kind: 'granted'; grant: LockGrant; owner: string; existing: boolean }
+  /**
+   * Held by another live session. `observedRevision` is the backend's revision
+   * at which this was seen (etcd header revision), for revision-addressed waits.
+   */
+  | { kind: 'held'; holder: HeldLock; observedRevision?: string }
+  | SessionRefusal;
+
+export type RenewResult =
+  | { kind: 'renewed'; lock: HeldLock }
+  /** The grant is live but older than the renew's `maxHoldMillis`: it is left as it was and ends at its TTL. */
+  | { kind: 'hold_limit'; lock: HeldLock }
+  | { kind: 'lost' }
+  | SessionRefusal;
+
+/** A credential checked and nothing changed (AuthenticateResult). */
+export type AuthenticateResult = { kind: 'authenticated'; session: SessionRecord } | SessionRefusal;
+export type ReleaseResult =
+  /** `handedTo`: the release granted the key to a recorded wait in the same write (FleetWaitState.handsOff). */
+  | { kind: 'released'; lock: EndedLock; handedTo?: HandedGrant }
+  | { kind: 'lost' }
+  | SessionRefusal;
+
+/** A grant a release made to a recorded wait (FIFO handoff): the wait's acquire answers with it. */
+export interface HandedGrant extends HeldLock {
+  waitId: string;
+}
+export type HeartbeatResult = { kind: 'alive'; session: SessionRecord } | SessionRefusal;
+export type CloseSessionResult = { kind: 'closed'; ended: EndedSession } | SessionRefusal;
+
+export interface EndedSession {
+  session: SessionRecord;
+  cause: SessionEndCause;
+  releasedLocks: EndedLock[];
+}
+
+/** What core asks the store to append; the store stamps `at` and assigns id, prevHash and hash. */
+export interface AuditDraft {
+  actor: string;
+  requestId: string;
+  reason: string;
+}
+
+export interface ForceRevokeResult {
+  outcome: 'REVOKED' | 'NOT_HELD' | 'TOKEN_MISMATCH';
+  revoked?: EndedLock;
+  /** The current holder when the outcome is TOKEN_MISMATCH. */
+  holder?: HeldLock;
+  audit: AuditEntry;
+}
+
+export interface KillSessionResult {
+  ended: EndedSession | null;
+  audit: AuditEntry;
+}
+
+/** The recorded head of the audit chain: verification compares the chain with it. */
+export interface AuditHead {
+  /** Id of the newest entry ("0" when the chain is empty). */
+  lastId: string;
+  lastHash: string;
+}
+
+/** Held locks of one policy (the `policy` label): keys under no policy count under NO_POLICY (""). */
+export interface PolicyHeldSummary {
+  policy: string;
+  heldLocks: number;
+  /** Age (store clock) of the policy's oldest live grant; 0 when it holds nothing. */
+  oldestHeldMillis: number;
+}
+
+export interface SummaryQuery {
+  /** When given, the summary splits held locks by policy (each key under its longest-prefix policy). */
+  policies?: readonly LockPolicy[];
+}
+
+export interface StoreSummary {
+  heldLocks: number;
+  activeSessions: number;
+  /** Age (store clock) of the oldest live grant in milliseconds; 0 when nothing is held. */
+  oldestHeldMillis: number;
+  /**
+   * Age (store clock) of the oldest session or lock expiry that has passed and is not yet
+   * swept, in milliseconds; 0 when the sweeper is up to date. Absent where the backend
+   * expires by itself (etcd leases).
+   */
+  sweepLagMillis?: number;
+  /** With SummaryQuery.policies: one row per policy name and one for NO_POLICY, in the query's order then "". */
+  byPolicy?: PolicyHeldSummary[];
+}
+
+export interface ListQuery {
+  limit: number;
+  cursor?: string;
+}
+
+export interface AuditQuery extends ListQuery {
+  actor?: string;
+  action?: string;
+  /** The lock key or session id the entry is about. */
+  target?: string;
+}
