@@ -37,6 +37,7 @@ export class PolicyBook {
   private reading: Promise<void> | undefined;
   /** A read asked for while one runs: it starts when that one ends, and every asker waits for it. */
   private next: Promise<void> | undefined;
+  private closed = false;
 
   private constructor(
     readonly file: string | undefined,
@@ -82,7 +83,7 @@ export class PolicyBook {
    */
   reload(): Promise<void> {
     const file = this.file;
-    if (file === undefined) return Promise.resolve();
+    if (file === undefined || this.closed) return Promise.resolve();
     if (this.reading) {
       this.next ??= this.reading.then(() => {
         this.next = undefined;
@@ -96,7 +97,9 @@ export class PolicyBook {
     return this.reading;
   }
 
+  /** Stops watching; a read still running reports nothing (the server's log may be closed by then). */
   close(): void {
+    this.closed = true;
     this.watcher?.close();
     if (this.poll) clearInterval(this.poll);
   }
@@ -120,10 +123,10 @@ export class PolicyBook {
       this.reject(file, (error as Error).message);
       return;
     }
-    this.options.onReload?.({ outcome: 'loaded', file, policies: this.policies });
+    if (!this.closed) this.options.onReload?.({ outcome: 'loaded', file, policies: this.policies });
   }
 
   private reject(file: string, message: string): void {
-    this.options.onReload?.({ outcome: 'rejected', file, message });
+    if (!this.closed) this.options.onReload?.({ outcome: 'rejected', file, message });
   }
 }
