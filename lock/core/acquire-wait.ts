@@ -160,6 +160,11 @@ export class AcquireWait {
     return handed ?? this.waiter.handed;
   }
 
+  /** The wait's id while it is recorded in the fleet state: a grant to it ends it in the same write. */
+  get recordedWaitId(): string | undefined {
+    return this.waiter.recordedInStore ? this.waiter.waitId : undefined;
+  }
+
   /** True once the wait counts (admit). */
   get admitted(): boolean {
     return this.waiter.admitted;

@@ -173,7 +173,8 @@ export class LockService {
         // A release handed this wait the key (FIFO handoff): nothing to try.
         if (wait.handed) return this.granted(toGrant(wait.handed), wait.handed.owner, true, wait.succeeded(), ctx);
         const seen = wait.releasesSeen;
-        const result = await wait.attempt(() => this.store.tryAcquire(attempt));
+        const waitId = wait.recordedWaitId;
+        const result = await wait.attempt(() => this.store.tryAcquire(waitId !== undefined ? { ...attempt, waitId } : attempt));
         if (result === null) continue; // the store was down and the wait rode it out: try again
         if (result.kind === 'granted') return this.granted(result.grant, result.owner, wait.isNew(result), wait.succeeded(), ctx);
         if (result.kind !== 'held') throw refused(result, who.sessionId);

@@ -15,6 +15,17 @@ import type {
 import type { LockPolicy } from '../../contract/policies.js';
 
 
+export interface AcquireAttempt {
+  key: string;
+  session: SessionCredential;
+  ttlMillis: number;
+  /**
+   * The caller's recorded wait on this key (FleetWaitState.beginWait): a grant ends it in the grant's
+   * own write, so no read after the grant is answered counts the new holder as waiting.
+   */
+  waitId?: string;
+}
+
 export interface RenewRequest {
   key: string;
   session: SessionCredential;

@@ -41,6 +41,9 @@
  *   at most once per wait. At most one instance marks verdicts at a time.
  * - FleetWaitState: wait starts (WaitEdge.startedAt) are in one fleet-wide order, so every
  *   instance picks the same youngest wait.
+ * - FleetWaitState: a grant ends the session's recorded wait on that key in the grant's own write
+ *   (SQL: every wait of the session on the key; etcd: the attempt's `waitId`), so a read after the
+ *   grant never counts its holder as waiting (read-your-writes on waits).
  * - FleetWaitState with `handsOff` (SQL): a release hands the key to the oldest recorded wait
  *   that can take it in the releasing statement (FIFO in that fleet-wide order); the handed wait
  *   stops counting in the same write, is announced on the release feed with its grant, and its
@@ -50,6 +53,7 @@
  */
 import type { AuditEntry, BackendName, FencingToken, Page, SessionInfo } from '../../contract/records.js';
 import type {
+  AcquireAttempt,
   AuditDraft,
   AuditHead,
   AuditQuery,
@@ -108,7 +112,7 @@ export interface LockStore {
   expireLocks(limit: number): Promise<EndedLock[]>;
   listSessions(query: ListQuery): Promise<Page<SessionInfo>>;
 
-  tryAcquire(req: { key: string; session: SessionCredential; ttlMillis: number }): Promise<TryAcquireResult>;
+  tryAcquire(req: AcquireAttempt): Promise<TryAcquireResult>;
   /**
    * Extends a lock held by (key, token, session). Without `ttlMillis` the grant keeps
    * its own TTL (a renew never shortens a lock by accident). With `maxHoldMillis`, a grant at

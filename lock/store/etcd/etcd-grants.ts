@@ -19,6 +19,7 @@ import type {
   SessionCredential,
   TryAcquireResult,
   RenewRequest,
+  AcquireAttempt,
 } from '../spi.js';
 import { AcquireBatcher } from './acquire-batcher.js';
 import { decodeCursor, encodeCursor } from './cursors.js';
@@ -55,12 +56,13 @@ export class EtcdGrants {
     this.acquires = new AcquireBatcher(() => ctx.etcd(), acquireBatching);
   }
 
-  async tryAcquire(req: { key: string; session: SessionCredential; ttlMillis: number }): Promise<TryAcquireResult> {
+  async tryAcquire(req: AcquireAttempt): Promise<TryAcquireResult> {
     const client = this.ctx.etcd();
     const sessionId = req.session.sessionId;
     const lockKey = this.ctx.keys.lock(req.key);
     const recordKey = this.ctx.keys.lockRecord(sessionId, req.key);
     const sessionKey = this.ctx.keys.session(sessionId);
+    const endedWait = req.waitId !== undefined ? this.ctx.keys.wait(req.key, req.waitId) : null;
     let session = await this.ctx.knownSession(sessionId);
     const writeId = randomUUID();
     let uncertain = false;
@@ -92,7 +94,8 @@ export class EtcdGrants {
           const value = encode(mine);
           return {
             compare: [createRevisionIs(lockKey, '0'), createRevisionIs(recordKey, '0'), createRevisionIs(sessionKey, current.createRevision)],
-            success: [putOp(lockKey, value, leaseId), putOp(recordKey, value)],
+            // The grant ends this caller's recorded wait on the key in the same write (read-your-writes on waits).
+            success: [putOp(lockKey, value, leaseId), putOp(recordKey, value), ...(endedWait ? [deleteOp(endedWait)] : [])],
             failure: [getOp(lockKey), getOp(sessionKey), getOp(recordKey)],
           };
         });

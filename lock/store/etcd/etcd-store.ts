@@ -57,6 +57,7 @@ import type {
   AuthenticateResult,
   RenewRequest,
   SummaryQuery,
+  AcquireAttempt,
 } from '../spi.js';
 import { EtcdAudit } from './etcd-audit.js';
 import { createEtcdClient, range } from './etcd-client.js';
@@ -201,7 +202,7 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
 
   // ---------------------------------------------------------------- locks (etcd-grants.ts)
 
-  tryAcquire(req: { key: string; session: SessionCredential; ttlMillis: number }): Promise<TryAcquireResult> {
+  tryAcquire(req: AcquireAttempt): Promise<TryAcquireResult> {
     return this.grants.tryAcquire(req);
   }
 

@@ -34,6 +34,7 @@ import type {
   StoreSummary,
   SummaryQuery,
   TryAcquireResult,
+  AcquireAttempt,
 } from '../spi.js';
 import { decodeCursor, encodeCursor } from '../cursor.js';
 import { tallyByPolicy } from '../policy-tally.js';
@@ -139,7 +140,7 @@ export class MemoryLockStore implements LockStore {
 
   // ---- locks --------------------------------------------------------------
 
-  async tryAcquire(req: { key: string; session: SessionCredential; ttlMillis: number }): Promise<TryAcquireResult> {
+  async tryAcquire(req: AcquireAttempt): Promise<TryAcquireResult> {
     const session = this.checked(req.session);
     if ('kind' in session) return session;
     const now = this.now();
