@@ -6,6 +6,7 @@
  */
 import { Document } from 'yaml';
 import { ALERTMANAGER_PATH, renderAlertmanagerConfig } from './alertmanager.js';
+import type { LockPolicy } from '../contract/policies.js';
 import type { MonitoringConfig } from './config.js';
 import type { AlertingRule } from './define-alert.js';
 import { healthAlertGroup, metaAlertGroup } from './health-alerts.js';
@@ -30,8 +31,9 @@ function render(file: RuleFile, about: string[]): string {
   return doc.toString({ lineWidth: 0 });
 }
 
-export function ruleFileContents(config: MonitoringConfig): Record<string, RuleFile> {
-  const ctx = ruleContext(config);
+/** `policies`: the policies file the per-policy HoldfastLockHeldTooLong rules are made from (none: only the generic one). */
+export function ruleFileContents(config: MonitoringConfig, policies: readonly LockPolicy[] = []): Record<string, RuleFile> {
+  const ctx = ruleContext(config, policies);
   const files = {
     [SLO_RULES_PATH]: { groups: [sloRateGroup(ctx), sloComplianceGroup(ctx), sloAlertGroup(ctx)] },
     [HEALTH_RULES_PATH]: { groups: [healthAlertGroup(ctx), metaAlertGroup(ctx)] },
@@ -46,8 +48,8 @@ export function ruleFileContents(config: MonitoringConfig): Record<string, RuleF
   return files;
 }
 
-export function ruleFiles(config: MonitoringConfig): Record<string, string> {
-  const files = ruleFileContents(config);
+export function ruleFiles(config: MonitoringConfig, policies: readonly LockPolicy[] = []): Record<string, string> {
+  const files = ruleFileContents(config, policies);
   return {
     [SLO_RULES_PATH]: render(files[SLO_RULES_PATH]!, [
       `Availability SLO S1: L4/L5/L6 requests not answered not_leader or error, ${sloModel(config).objectivePercent} over ${COMPLIANCE_WINDOW}.`,
@@ -55,6 +57,9 @@ export function ruleFiles(config: MonitoringConfig): Record<string, string> {
     ]),
     [HEALTH_RULES_PATH]: render(files[HEALTH_RULES_PATH]!, [
       'The store-unreachable root cause, lock-health alerts, and alerts on the monitoring itself.',
+      ...(policies.length > 0
+        ? [`HoldfastLockHeldTooLong per policy, from the policies file: ${policies.map((p) => p.name).join(', ')}.`]
+        : []),
     ]),
   };
 }

@@ -10,6 +10,7 @@ import { METRICS } from '../contract/metric-table.js';
 import { STORE_WRITE_OPS, durationSeconds, humanDuration, humanSeconds, type MonitoringConfig } from './config.js';
 import type { AlertingRule } from './define-alert.js';
 import { promDuration, requireLabel } from './promql.js';
+import { lockHeldTooLong } from './policy-alerts.js';
 import type { RuleContext } from './rule-context.js';
 import type { RuleGroup } from './rule-types.js';
 import { sloModel } from './slo.js';
@@ -238,22 +239,6 @@ function deadlock(ctx: RuleContext): AlertingRule {
   });
 }
 
-/** The store knows every holder; `max` over instances, since each reads the same store. */
-function lockHeldTooLong(ctx: RuleContext): AlertingRule {
-  const limit = ctx.config.thresholds.lockHeldTooLongSeconds;
-  const name = 'HoldfastLockHeldTooLong';
-  return ctx.alert({
-    name,
-    action: 'ticket',
-    expr: `max by (${ctx.by}) (${ctx.series(METRICS.lockOldestHeldSeconds)}) > ${limit}`,
-    summary: 'A Holdfast lock has been held longer than locks are expected to be held.',
-    description:
-      `The oldest lock on backend {{ $labels.backend }} has been held for {{ $value | humanizeDuration }} ` +
-      `(threshold ${humanSeconds(limit)}, for ${humanDuration(ctx.pending(name))}): its holder keeps renewing it, is stuck, or forgot to release it, ` +
-      `and everyone waiting for that key is blocked.`,
-  });
-}
-
 function sweepLagging(ctx: RuleContext): AlertingRule {
   const limit = ctx.config.thresholds.sweepLagSeconds;
   const name = 'HoldfastSweepLagging';
@@ -280,7 +265,8 @@ export function healthAlertGroup(ctx: RuleContext): RuleGroup {
       notLeader(ctx),
       storeSlow(ctx),
       deadlock(ctx),
-      lockHeldTooLong(ctx),
+      // One rule per policy with a maxHoldMillis, and the generic one (alerts/policy-alerts.ts).
+      ...lockHeldTooLong(ctx),
       sweepLagging(ctx),
     ],
   };

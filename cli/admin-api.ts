@@ -1,4 +1,5 @@
 /** The CLI's client for the admin and lock-read routes (C3 A1–A6, L7) and the operations routes. */
+import type { LockPolicy } from '../contract/policies.js';
 import type { AuditEntry, LockInfo, LockOutcome, Page, SessionInfo } from '../contract/records.js';
 import { CliError } from './exit-codes.js';
 
@@ -93,6 +94,10 @@ export class AdminApi {
   }
   whoami() {
     return this.call<WhoAmI>('GET', '/v1/admin/whoami');
+  }
+  /** A8: the lock policies in force. */
+  policies() {
+    return this.call<{ items: LockPolicy[] }>('GET', '/v1/admin/policies');
   }
   readiness() {
     return this.call<{ status: string; backend?: string }>('GET', '/readyz');

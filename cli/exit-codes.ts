@@ -11,7 +11,7 @@ export const EXIT = {
   usage: 2,
   /** Nothing changed (revoke NOT_HELD / TOKEN_MISMATCH, kill NOT_FOUND), or `lock`: not granted within --wait. */
   unchanged: 3,
-  /** `lock`: the lock was lost while CMD ran (revoked, expired, session killed). */
+  /** `lock`: the lock was lost while CMD ran (revoked, expired, session killed, or its policy's hold limit reached). */
   lockLost: 4,
   /** `lock`: CMD could not be started (not found, not executable), as a shell says. */
   commandNotFound: 127,

@@ -17,7 +17,7 @@
  */
 import { spawn } from 'node:child_process';
 import { constants as osConstants, hostname, userInfo } from 'node:os';
-import { AcquirePolicy, LockClient, MAX_WAIT_MILLIS, type LockHandle } from '../client/index.js';
+import { AcquirePolicy, LockClient, LockLostError, MAX_WAIT_MILLIS, type LockHandle, type LockLossCode } from '../client/index.js';
 import { CliError, EXIT } from './exit-codes.js';
 
 export interface RunLockedOptions {
@@ -39,7 +39,8 @@ export interface RunLockedOptions {
 
 export type RunLockedResult =
   | { outcome: 'exited'; exitCode: number; fencingToken: string }
-  | { outcome: 'lost'; exitCode: number; fencingToken: string; reason: string }
+  /** `code`: HOLD_LIMIT_REACHED when the lock's policy refused to keep it longer, else LOCK_LOST. */
+  | { outcome: 'lost'; exitCode: number; fencingToken: string; reason: string; code: LockLossCode }
   | { outcome: 'not_granted'; exitCode: number }
   | { outcome: 'interrupted'; exitCode: number; signal: NodeJS.Signals };
 
@@ -95,6 +96,11 @@ export async function runLocked(options: RunLockedOptions): Promise<RunLockedRes
   }
 }
 
+/** Why the SDK stopped vouching, as the CLI's error code: a loss the server named, else LOCK_LOST. */
+function lossCode(reason: unknown): LockLossCode {
+  return reason instanceof LockLostError ? reason.code : 'LOCK_LOST';
+}
+
 /** Start the command under `handle` and wait for it; stop it if the lock is lost. */
 function supervise(
   handle: LockHandle,
@@ -103,7 +109,7 @@ function supervise(
 ): Promise<RunLockedResult> {
   const fencingToken = handle.fencingToken;
   if (handle.lost) {
-    return Promise.resolve({ outcome: 'lost', exitCode: EXIT.lockLost, fencingToken, reason: String(handle.signal.reason) });
+    return Promise.resolve({ outcome: 'lost', exitCode: EXIT.lockLost, fencingToken, reason: String(handle.signal.reason), code: lossCode(handle.signal.reason) });
   }
   return new Promise((resolve, reject) => {
     const child = spawn(options.command, options.args, {
@@ -137,7 +143,7 @@ function supervise(
       const exitCode = code ?? 128 + (signal ? (osConstants.signals[signal] ?? 0) : 0);
       resolve(
         lostReason !== undefined
-          ? { outcome: 'lost', exitCode: EXIT.lockLost, fencingToken, reason: lostReason }
+          ? { outcome: 'lost', exitCode: EXIT.lockLost, fencingToken, reason: lostReason, code: lossCode(handle.signal.reason) }
           : { outcome: 'exited', exitCode, fencingToken },
       );
     });

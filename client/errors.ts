@@ -5,6 +5,8 @@
  * - NotLeaderError    — the backend could not take writes for the whole retry budget.
  * - LockLostError     — a handle's lock is gone (renewal refused, revoked, TTL passed), or a
  *                       re-acquire of a key whose handle is lost.
+ *   HoldLimitReachedError — a LockLostError: the renewal was refused because the grant is older
+ *                       than its policy's maxHoldMillis (`code` HOLD_LIMIT_REACHED). Not retryable.
  * - SessionLostError  — the session is gone (heartbeat refused, its token refused, or its
  *                       conservative deadline passed).
  * - DeadlockDetectedError — this acquire's wait closed a cycle of waits; the session keeps what it
@@ -22,7 +24,13 @@ import { ERROR_CODE, ERROR_TABLE } from './wire.js';
  * The wire codes (contract's error table) the SDK raises as errors of their own; their `code`
  * and `retryable` are the table's. Every other C3 code arrives as a ServerError.
  */
-const WIRE_CODES = [ERROR_CODE.VALIDATION_FAILED, ERROR_CODE.NOT_LEADER, ERROR_CODE.LOCK_LOST, ERROR_CODE.DEADLOCK_DETECTED] as const;
+const WIRE_CODES = [
+  ERROR_CODE.VALIDATION_FAILED,
+  ERROR_CODE.NOT_LEADER,
+  ERROR_CODE.LOCK_LOST,
+  ERROR_CODE.HOLD_LIMIT_REACHED,
+  ERROR_CODE.DEADLOCK_DETECTED,
+] as const;
 type SdkWireCode = (typeof WIRE_CODES)[number];
 
 /** `code` of every SDK error: one of the wire codes above, or a condition of the SDK's own that no server answer names. */
@@ -58,15 +66,36 @@ export class NotLeaderError extends HoldfastClientError {
   }
 }
 
+/** The wire codes a lost handle's error carries: the lock is gone, or (v3 policies) it may not be kept longer. */
+export type LockLossCode = typeof ERROR_CODE.LOCK_LOST | typeof ERROR_CODE.HOLD_LIMIT_REACHED;
+
 export class LockLostError extends HoldfastClientError {
-  readonly code = ERROR_CODE.LOCK_LOST;
-  readonly retryable = ERROR_TABLE.LOCK_LOST.retryable;
+  readonly code: LockLossCode = ERROR_CODE.LOCK_LOST;
+  readonly retryable: boolean = ERROR_TABLE.LOCK_LOST.retryable;
   constructor(
     readonly key: string,
     readonly fencingToken: string,
     readonly why: string,
   ) {
     super(`lock ${JSON.stringify(key)} (token ${fencingToken}) is lost: ${why}`);
+  }
+}
+
+/**
+ * The server refused to renew the grant because it is older than its policy's `maxHoldMillis`
+ * (409 HOLD_LIMIT_REACHED, SPEC v3 "teams"). The grant ends at its TTL; renewing again cannot help,
+ * so the SDK stops vouching at once, as for LOCK_LOST. Finish or hand over the work and acquire anew.
+ */
+export class HoldLimitReachedError extends LockLostError {
+  override readonly code = ERROR_CODE.HOLD_LIMIT_REACHED;
+  override readonly retryable = ERROR_TABLE.HOLD_LIMIT_REACHED.retryable;
+  /** The server's message (names the policy and its limit). */
+  readonly serverMessage: string;
+  readonly requestId: string | undefined;
+  constructor(key: string, fencingToken: string, serverMessage: string, requestId?: string) {
+    super(key, fencingToken, `the server refused the renewal: the hold limit of its policy is reached (${serverMessage})`);
+    this.serverMessage = serverMessage;
+    this.requestId = requestId;
   }
 }
 

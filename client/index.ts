@@ -31,12 +31,13 @@ export {
   ValidationError,
   NotLeaderError,
   LockLostError,
+  HoldLimitReachedError,
   SessionLostError,
   FencedOutError,
   DeadlockDetectedError,
   ServerError,
   TransportError,
 } from './errors.js';
-export type { ClientErrorCode, SessionLossCause } from './errors.js';
+export type { ClientErrorCode, LockLossCode, SessionLossCause } from './errors.js';
 export type { ClientLogger } from './logger.js';
 export type { FencingToken, LockGrant, LockInfo } from './wire.js';

@@ -4,7 +4,8 @@
  *
  * - Success moves the conservative deadline (send time + TTL − margin).
  * - LOCK_LOST (revoked, or expired before we renewed) marks the handle lost
- *   at once, which aborts its signal.
+ *   at once, which aborts its signal; so does HOLD_LIMIT_REACHED (the grant is older than its
+ *   policy's maxHoldMillis: it is never renewed again and ends at its TTL), with that reason.
  * - SESSION_NOT_FOUND or UNAUTHENTICATED (the session's token refused) loses
  *   the whole session.
  * - NOT_LEADER, 5xx or no answer: retry sooner; if renewals keep failing the
@@ -15,7 +16,7 @@
  */
 import type { LockApi } from './api.js';
 import type { Clock } from './clock.js';
-import { LockLostError, type SessionLossCause } from './errors.js';
+import { HoldLimitReachedError, LockLostError, type SessionLossCause } from './errors.js';
 import type { HeldLock } from './handle.js';
 import { isRequestTimeout, keepAliveTimeoutMillis, withRequestTimeout } from './request-timeout.js';
 import { conservativeDeadline } from './runtime.js';
@@ -77,6 +78,10 @@ async function renewLoop(options: RenewerOptions, stopped: AbortSignal): Promise
       delay = interval;
     } else if (answer.code === 'LOCK_LOST') {
       lock.markLost(new LockLostError(lock.key, lock.fencingToken, 'the server refused the renewal (revoked or expired)'));
+      return;
+    } else if (answer.code === 'HOLD_LIMIT_REACHED') {
+      // Not retried: a later renewal is refused the same way; stop vouching now, not at the TTL.
+      lock.markLost(new HoldLimitReachedError(lock.key, lock.fencingToken, answer.message, answer.requestId));
       return;
     } else if (answer.code === 'SESSION_NOT_FOUND') {
       options.onSessionRefused('not_found');

@@ -7,6 +7,7 @@
  * No label here may take its value from a key, session, owner, token or request:
  * every label has a closed value set.
  */
+import { NO_POLICY } from './policies.js';
 import { BACKENDS } from './wire-rules.js';
 
 export type MetricType = 'counter' | 'gauge' | 'histogram';
@@ -28,6 +29,12 @@ export interface MetricSpec {
    * value lists in `labels` stay empty.
    */
   readonly buildLabels?: readonly string[];
+  /**
+   * Labels whose values are the names in `HOLDFAST_POLICIES_FILE` (SPEC v3 "teams"), besides the
+   * closed set in `labels` (`[NO_POLICY]`, keys under no policy): bounded by the operator's file, not
+   * by traffic, so a family has at most (policies + 1) series per closed-set combination.
+   */
+  readonly policyLabels?: readonly string[];
   /**
    * Histograms only: keep one exemplar per bucket (the latest observation's
    * trace_id / span_id), rendered when the scraper asks for OpenMetrics.
@@ -103,6 +110,8 @@ export type ClientAttemptOutcome = (typeof CLIENT_ATTEMPT_OUTCOMES)[number];
 export type HoldOutcome = (typeof HOLD_OUTCOMES)[number];
 
 const backend = { backend: BACKENDS } as const;
+/** `policy`: a policy's name from the policies file, or `NO_POLICY` (""); see `policyLabels`. */
+const byPolicy = { ...backend, policy: [NO_POLICY] } as const;
 
 export const METRICS = {
   lockAcquireSeconds: {
@@ -151,9 +160,10 @@ export const METRICS = {
   lockHeld: {
     name: 'lock_held',
     type: 'gauge',
-    help: 'Locks currently held in the store (read from the store at scrape time).',
+    help: 'Locks currently held in the store, by the policy their key falls under ("" for none); read from the store in the background.',
     unit: 'locks',
-    labels: backend,
+    labels: byPolicy,
+    policyLabels: ['policy'],
     emitter: 'server',
   },
   lockWaiters: {
@@ -199,9 +209,10 @@ export const METRICS = {
   lockOldestHeldSeconds: {
     name: 'lock_oldest_held_seconds',
     type: 'gauge',
-    help: 'Age of the oldest lock currently held in the store, from its grant; 0 when none is held.',
+    help: 'Age of the oldest lock currently held in the store, from its grant, by the policy its key falls under ("" for none); 0 when none is held.',
     unit: 'seconds',
-    labels: backend,
+    labels: byPolicy,
+    policyLabels: ['policy'],
     emitter: 'server',
   },
   lockHoldSeconds: {

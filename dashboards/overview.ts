@@ -37,6 +37,14 @@ export function overviewDashboard(config: MonitoringConfig): DashboardBuilder {
     .withVariable(
       labelVariable('instance', 'instance', `${METRICS.lockHeld.name}{${FILTER.backend}}`, 'Holdfast server instance (scrape target).'),
     )
+    .withVariable(
+      labelVariable(
+        'policy',
+        'policy',
+        `${METRICS.lockHeld.name}{${FILTER.backend}}`,
+        'Lock policy (HOLDFAST_POLICIES_FILE) of the held-lock panels; All includes keys under no policy.',
+      ),
+    )
     .withRow(new RowBuilder('Availability SLO S1').id(100))
     .withPanel(
       stat({
@@ -162,10 +170,11 @@ export function overviewDashboard(config: MonitoringConfig): DashboardBuilder {
         id: 8,
         title: 'Held locks',
         description:
-          'Locks held in the store, per backend (every instance reads the same store, so the panel takes the max, not the sum). ' +
+          'Locks held in the store, per backend and lock policy (blank: keys under no policy; every instance reads the same store, so ' +
+          'the panel takes the max over instances, not the sum). ' +
           'A steady climb without more traffic means holders forget to release and rely on TTL expiry: list them with `holdfast locks ls`.',
         unit: units.Short,
-        queries: [{ expr: `max by (${by}) (${server(METRICS.lockHeld)})`, legend }],
+        queries: [{ expr: `max by (${by}, policy) (${server(METRICS.lockHeld)})`, legend: `${legend} {{policy}}` }],
         steps: ['green'],
         width: 8,
         min: 0,
@@ -276,11 +285,12 @@ export function overviewDashboard(config: MonitoringConfig): DashboardBuilder {
           id: 19,
           title: 'Oldest held lock',
           description:
-            'Age of the oldest lock held in the store, per backend (max over instances: one store). The red line is the ' +
-            `lock-held-too-long alert threshold (${humanSeconds(T.lockHeldTooLongSeconds)}). A line that climbs steadily is one holder ` +
-            'keeping its lock: find it with `holdfast locks ls --sort age` and follow runbooks/holdfast-lock-held-too-long.md.',
+            'Age of the oldest lock held in the store, per backend and lock policy (max over instances: one store). The red line is the ' +
+            `generic lock-held-too-long alert threshold (${humanSeconds(T.lockHeldTooLongSeconds)}); a policy with maxHoldMillis alerts at its own. ` +
+            'A line that climbs steadily is one holder keeping its lock: find it with `holdfast locks ls --sort age` and follow ' +
+            'runbooks/holdfast-lock-held-too-long.md (runbooks/lock-held-past-policy.md for a policy).',
           unit: units.Seconds,
-          queries: [{ expr: `max by (${by}) (${server(METRICS.lockOldestHeldSeconds)})`, legend }],
+          queries: [{ expr: `max by (${by}, policy) (${server(METRICS.lockOldestHeldSeconds)})`, legend: `${legend} {{policy}}` }],
           steps: ['green', [T.lockHeldTooLongSeconds, 'red']],
           width: 8,
           min: 0,

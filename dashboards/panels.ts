@@ -37,6 +37,8 @@ export const DATASOURCE = { type: 'prometheus', uid: '${datasource}' } as const;
 export const FILTER = {
   backend: 'backend=~"$backend"',
   instance: 'instance=~"$instance"',
+  /** The lock policy (SPEC v3 "teams"), on the families with a `policy` label; "All" includes keys under none. */
+  policy: 'policy=~"$policy"',
 } as const;
 
 /** Rate window that follows the scrape interval and the zoom level (Grafana ≥ 7.2). */

@@ -42,8 +42,13 @@ export function dashboardQueries(config: MonitoringConfig): DashboardQueries {
   const budget = sloModel(config).errorBudget;
   // A configured cluster label becomes a dashboard variable of the same name, filtering every query.
   const cluster = config.clusterLabel ? [`${config.clusterLabel}=~"$${config.clusterLabel}"`] : [];
+  // Families split by policy follow the dashboard's policy variable too.
   const server = (spec: MetricSpec, series?: HistogramSeries, match?: Record<string, MatchValue>) =>
-    selector(spec, { series, match, raw: [config.jobSelector, ...cluster, FILTER.backend, FILTER.instance] });
+    selector(spec, {
+      series,
+      match,
+      raw: [config.jobSelector, ...cluster, FILTER.backend, FILTER.instance, ...(spec.policyLabels?.includes('policy') ? [FILTER.policy] : [])],
+    });
   const recorded = (name: string) => `${name}{${[...cluster, FILTER.backend].join(', ')}}`;
   return {
     recorded,

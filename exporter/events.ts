@@ -30,6 +30,10 @@ export interface EventFields {
   /** Issue 20: the server counts its store down (L1, L3, L4, L6 answered 503 at once) or up again. */
   store_down: { cause: string };
   store_up: { downMillis: number };
+  /** Issue 26: HOLDFAST_POLICIES_FILE was edited and its new policies are in force. */
+  policies_loaded: { file: string; policies: number };
+  /** Issue 26: an edit of HOLDFAST_POLICIES_FILE was refused (`message` names the line); the last good policies stay. */
+  policies_rejected: { file: string; message: string };
 }
 
 export type EventName = keyof EventFields;
@@ -52,6 +56,8 @@ export const EVENT_LEVELS: Record<EventName, 'info' | 'warn' | 'error' | 'debug'
   sweep_failed: 'error',
   store_down: 'error',
   store_up: 'info',
+  policies_loaded: 'info',
+  policies_rejected: 'error',
 };
 
 export type { EventContext } from '../contract/lock-events.js';

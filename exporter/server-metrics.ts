@@ -18,6 +18,15 @@ type Values<K extends ServerMetricKey, L extends string> = (typeof METRICS)[K]['
 /** Label values a caller passes: every label but `backend`, which the instance fixes. */
 export type LabelsOf<K extends ServerMetricKey> = { [L in LabelNames<K>]: Values<K, L> };
 
+/** One series of a gauge with labels besides `backend` (a `policy`), as its source reads it. */
+export interface GaugeSeries {
+  readonly labels: Readonly<Record<string, string>>;
+  readonly value: number;
+}
+
+/** What a gauge source answers: one figure (the `backend` series), or every series of the family now. */
+export type GaugeReading = number | readonly GaugeSeries[];
+
 /** The trace an observation belongs to (OpenMetrics exemplar labels). */
 export interface ExemplarLabels {
   trace_id: string;
@@ -30,10 +39,14 @@ export interface ServerMetrics {
   inc<K extends ServerMetricKey>(key: K, labels: LabelsOf<K>, by?: number): void;
   /** `exemplar` is kept only by histograms the table marks `exemplars: true`. */
   observe<K extends ServerMetricKey>(key: K, labels: LabelsOf<K>, seconds: number, exemplar?: ExemplarLabels): void;
-  /** Gauges are read at scrape time from whoever knows best (store or core). */
+  /**
+   * Gauges are read at scrape time from whoever knows best (store or core). A family with a
+   * `policy` label is read as its series: the ones the source answers are exactly the ones
+   * shown, so a policy removed from the file leaves no stale series behind.
+   */
   setGaugeSource(
     key: 'lockHeld' | 'lockWaiters' | 'lockSessionsActive' | 'lockDeadlockCycles' | 'lockOldestHeldSeconds' | 'lockSweepLagSeconds' | 'lockStoreUp',
-    read: () => number | Promise<number>,
+    read: () => GaugeReading | Promise<GaugeReading>,
   ): void;
 }
 
@@ -47,7 +60,7 @@ export function createServerMetrics(backend: BackendName, options: { collectDefa
     // rejects; each is the sum over the `type`-labelled gauge beside it, so nothing is lost.
     for (const name of MISNAMED_DEFAULT_GAUGES) registry.removeSingleMetric(name);
   }
-  const gaugeSources = new Map<string, () => number | Promise<number>>();
+  const gaugeSources = new Map<string, () => GaugeReading | Promise<GaugeReading>>();
   const readOnce = new Set<string>();
   const instruments = new Map<string, Counter<string> | Gauge<string> | Histogram<string>>();
   const withExemplars = new Set<string>();
@@ -70,6 +83,9 @@ export function createServerMetrics(backend: BackendName, options: { collectDefa
       }
     }
     else {
+      // The series a plain figure, or a failure before any reading, is shown on: backend, and the
+      // first value of every other label (`policy=""`, keys under no policy).
+      const plain = { backend, ...Object.fromEntries(Object.entries(spec.labels).filter(([name]) => name !== 'backend').map(([name, values]) => [name, values[0] ?? ''])) };
       instrument = new client.Gauge({
         ...common,
         async collect() {
@@ -78,10 +94,15 @@ export function createServerMetrics(backend: BackendName, options: { collectDefa
           // A scrape must not fail because a source did: keep the last figure, or NaN
           // (a gap on the dashboard) if there never was one.
           try {
-            this.set({ backend }, await read());
+            const reading = await read();
+            if (typeof reading === 'number') this.set(plain, reading);
+            else {
+              this.reset();
+              for (const series of reading) this.set({ ...series.labels, backend }, series.value);
+            }
             readOnce.add(key);
           } catch {
-            if (!readOnce.has(key)) this.set({ backend }, Number.NaN);
+            if (!readOnce.has(key)) this.set(plain, Number.NaN);
           }
         },
       });

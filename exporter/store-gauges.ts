@@ -8,7 +8,9 @@
  * are refused at once while the server counts its store down, `lock_store_up` 0;
  * ones that reach a failing store show as lock_store_seconds{op="summary",outcome!="ok"}).
  */
-import type { StoreSummary } from '../lock/store/spi.js';
+import { NO_POLICY } from '../contract/policies.js';
+import type { PolicyHeldSummary, StoreSummary } from '../lock/store/spi.js';
+import type { GaugeSeries } from './server-metrics.js';
 import { singleFlight } from './single-flight.js';
 
 /** Fresh enough for a 15 s scrape interval; one count per 5 s per instance (HOLDFAST_STORE_GAUGE_REFRESH_MS). */
@@ -34,4 +36,18 @@ export function refreshStoreGauges(read: () => Promise<StoreSummary>, intervalMi
     latest: () => (last ? Promise.resolve(last) : refresh()),
     stop: () => clearInterval(timer),
   };
+}
+
+/**
+ * `lock_held{policy}` and `lock_oldest_held_seconds{policy}` from a summary: a series per policy row,
+ * or — without policies (the core asks for no split then) — the totals as `policy=""`.
+ */
+export function policySeries(summary: StoreSummary, figure: 'heldLocks' | 'oldestHeldSeconds'): GaugeSeries[] {
+  const rows: readonly PolicyHeldSummary[] = summary.byPolicy ?? [
+    { policy: NO_POLICY, heldLocks: summary.heldLocks, oldestHeldMillis: summary.oldestHeldMillis },
+  ];
+  return rows.map((row) => ({
+    labels: { policy: row.policy },
+    value: figure === 'heldLocks' ? row.heldLocks : row.oldestHeldMillis / 1000,
+  }));
 }

@@ -49,6 +49,11 @@ const schema = z.object({
   HOLDFAST_ADMIN_TOKENS_FILE: z.string().optional(),
   /** v2: a file holding the audit chain's HMAC key (>= 32 bytes); unset = plain SHA-256 chain. */
   HOLDFAST_AUDIT_KEY_FILE: z.string().optional(),
+  /**
+   * v3 (issue 26): per-prefix lock policies, YAML or JSON (lock/policies-file.ts); re-read on change.
+   * A bad file stops the start, naming the line.
+   */
+  HOLDFAST_POLICIES_FILE: z.string().min(1).optional(),
   HOLDFAST_DATA_DIR: z.string().default('./.holdfast'),
   /** L4's default lock TTL: within the wire's bounds for `ttlMillis` (contract). */
   LOCK_DEFAULT_TTL_MS: intFrom(LOCK_TTL_MILLIS.min, LOCK_TTL_MILLIS.max, LOCK_TTL_MILLIS.default),

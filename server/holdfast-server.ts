@@ -21,11 +21,13 @@ import type { LockStore } from '../lock/store/spi.js';
 import { registerLocalIdentityRoute } from '../lock/http/local-identity-route.js';
 import { ensureIdentityKey } from '../lock/local-identity.js';
 import { createEventLog, type EventLog } from '../exporter/events.js';
+import { logPolicyReload, openPolicies } from './policies.js';
 import { instrumentStore } from '../exporter/instrumented-store.js';
 import { createHttpTelemetry, createLockTelemetry } from '../exporter/lock-telemetry.js';
 import { renderMetrics } from '../exporter/render-metrics.js';
 import { createServerMetrics, type ServerMetrics } from '../exporter/server-metrics.js';
-import { refreshStoreGauges } from '../exporter/store-gauges.js';
+import { policySeries, refreshStoreGauges } from '../exporter/store-gauges.js';
+import type { PolicyBook, PolicyReload } from '../lock/policy-book.js';
 import { startSweeper } from './sweeper.js';
 
 export interface StartOptions {
@@ -40,6 +42,8 @@ export interface RunningServer {
   url: string;
   port: number;
   service: LockService;
+  /** The policies in force (HOLDFAST_POLICIES_FILE, re-read on change). */
+  policies: PolicyBook;
   metrics: ServerMetrics;
   events: EventLog;
   /** Where the embedded default's operator token was written, if it was. */
@@ -66,10 +70,15 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
     tokensFile = localTokenFile;
   }
   const tokens = tokensFile ? await AdminTokens.fromFile(tokensFile) : new AdminTokens([]);
+  // Policies before the store too: a bad file stops the start, naming its line. Reloads are logged
+  // once the event log exists (the first comes a poll interval later at the earliest).
+  let reportReload: ((reload: PolicyReload) => void) | undefined;
+  const policies = openPolicies(config.HOLDFAST_POLICIES_FILE, (reload) => reportReload?.(reload));
   const rawStore = options.store ?? (await openStore(config));
   const metrics = createServerMetrics(rawStore.backend);
   const events = createEventLog(rawStore.backend, options.logDestination ? { destination: options.logDestination } : {});
   const store = instrumentStore(rawStore, metrics);
+  reportReload = (reload) => logPolicyReload(events, reload);
 
   const clock = options.clock;
   // The admin summary's recent counts: written only by the telemetry (exporter/lock-telemetry.ts),
@@ -79,6 +88,8 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.random ? { random: options.random } : {}),
     auditSealer,
+    // Read at each decision, so an edit of the file applies to the next request.
+    policies: () => policies.current(),
     storeHealth: { callTimeoutMillis: config.HOLDFAST_STORE_TIMEOUT_MS, probeIntervalMillis: config.HOLDFAST_STORE_PROBE_INTERVAL_MS },
     maxWaitsPerSession: config.HOLDFAST_MAX_WAITS_PER_SESSION,
     defaultLockTtlMillis: config.LOCK_DEFAULT_TTL_MS,
@@ -97,10 +108,12 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
   // where the store keeps wait state (lock/core/fleet.ts), else this instance's.
   // Store-true gauges, counted by the store in the background (exporter/store-gauges.ts), through the
   // health check: while the store is down a refresh is refused at once and the last figures stay.
+  // Held locks and the oldest grant per policy (SPEC v3 "teams"): the store splits its count by the
+  // policies in force at each refresh.
   const storeGauges = refreshStoreGauges(() => service.storeSummary(), config.HOLDFAST_STORE_GAUGE_REFRESH_MS);
-  metrics.setGaugeSource('lockHeld', async () => (await storeGauges.latest()).heldLocks);
+  metrics.setGaugeSource('lockHeld', async () => policySeries(await storeGauges.latest(), 'heldLocks'));
   metrics.setGaugeSource('lockSessionsActive', async () => (await storeGauges.latest()).activeSessions);
-  metrics.setGaugeSource('lockOldestHeldSeconds', async () => (await storeGauges.latest()).oldestHeldMillis / 1000);
+  metrics.setGaugeSource('lockOldestHeldSeconds', async () => policySeries(await storeGauges.latest(), 'oldestHeldSeconds'));
   metrics.setGaugeSource('lockSweepLagSeconds', async () => ((await storeGauges.latest()).sweepLagMillis ?? 0) / 1000);
   metrics.setGaugeSource('lockStoreUp', () => (service.storeUp ? 1 : 0));
   metrics.setGaugeSource('lockWaiters', () => service.localWaiterCount());
@@ -116,6 +129,7 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
     tokens,
     // A6 by a scoped operator: who opened the session (lock/http/key-scope.ts), through the health-checked store.
     openerOf: (sessionId) => service.store.getSession(sessionId),
+    policies: () => policies.current(),
     telemetry: createHttpTelemetry({ metrics, log: events, activity }),
     activity,
     shutdownSignal: shutdown.signal,
@@ -135,6 +149,7 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
     url: `http://${config.HOLDFAST_HOST}:${port}`,
     port,
     service,
+    policies,
     metrics,
     events,
     ...(localTokenFile ? { localTokenFile } : {}),
@@ -146,6 +161,7 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
         if (config.HOLDFAST_DRAIN_DELAY_MS > 0) await new Promise((resolve) => setTimeout(resolve, config.HOLDFAST_DRAIN_DELAY_MS));
         await app.close();
         storeGauges.stop();
+        policies.close();
         await sweeper.stop();
         await service.stop();
         await store.close();

@@ -47,7 +47,8 @@ SIGINT/SIGTERM/SIGHUP are passed to COMMAND; the lock is released after it exits
         case 'not_granted':
           throw new CliError('NOT_GRANTED', `${key} was not granted within ${opts.wait} ms; ${executable} did not run`, EXIT.unchanged);
         case 'lost':
-          throw new CliError('LOCK_LOST', `${key} (fencing token ${result.fencingToken}) was lost while ${executable} ran: ${result.reason}`, EXIT.lockLost);
+          // Exit 4 either way; HOLD_LIMIT_REACHED tells a script the policy ended it, not a revoke or an expiry.
+          throw new CliError(result.code, `${key} (fencing token ${result.fencingToken}) was lost while ${executable} ran: ${result.reason}`, EXIT.lockLost);
         case 'interrupted':
           throw new CliError('INTERRUPTED', `${result.signal} while waiting for ${key}; ${executable} did not run`, result.exitCode);
         case 'exited':

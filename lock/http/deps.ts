@@ -4,6 +4,7 @@
  * interfaces, so lock/http imports nothing of exporter/.
  */
 import type { HttpTelemetry } from '../../contract/http-events.js';
+import type { LockPolicy } from '../../contract/policies.js';
 import type { AdminTokens } from '../admin-tokens.js';
 import type { HttpTimeouts } from '../config.js';
 import type { LockService } from '../core/lock-service.js';
@@ -21,6 +22,8 @@ export interface HttpServerDeps {
   telemetry: HttpTelemetry;
   /** The recent counts A5 reads (written by the telemetry; this side only reads). */
   activity: RecentActivity;
+  /** The lock policies in force (HOLDFAST_POLICIES_FILE), for A8; none when absent. */
+  policies?: () => readonly LockPolicy[];
   /**
    * Aborted when the server starts draining (its reason a DrainingError): /readyz and new L4s answer
    * 503 at once, waiting acquires end at once; other routes are served until the listener closes.

@@ -18,6 +18,7 @@ import { lockRouteSchemas } from './schemas/locks.js';
 import { adminRouteSchemas } from './schemas/admin.js';
 import { insightRouteSchemas } from './schemas/insight.js';
 import { operationsRouteSchemas } from './schemas/operations.js';
+import { policyRouteSchemas } from './schemas/policies.js';
 
 export type { HttpApp } from './schemas/parts.js';
 export { COMPONENTS, componentSchemas, type Summary } from './schemas/components.js';
@@ -29,4 +30,5 @@ export const routeSchemas = {
   ...adminRouteSchemas,
   ...insightRouteSchemas,
   ...operationsRouteSchemas,
+  ...policyRouteSchemas,
 } as const;

@@ -23,6 +23,7 @@ import { registerInsightRoutes } from './insight-routes.js';
 import { registerLockRoutes } from './lock-routes.js';
 import { registerOpenApi, serveOpenApi } from './openapi.js';
 import { registerOpsRoutes } from './ops-routes.js';
+import { registerPolicyRoutes } from './policy-routes.js';
 import type { HttpApp } from './schemas.js';
 import { registerSessionRoutes } from './session-routes.js';
 
@@ -86,6 +87,7 @@ export function buildHttpServer(deps: HttpServerDeps): HttpApp {
   registerLockRoutes(app, deps);
   registerAdminRoutes(app, { service, activity: deps.activity, openerOf: deps.openerOf, prefixesOf: (name) => deps.tokens.prefixesOf(name) });
   registerInsightRoutes(app, service);
+  registerPolicyRoutes(app, deps.policies ?? (() => []));
   registerOpsRoutes(app, deps);
   serveOpenApi(app);
   return app;

@@ -67,6 +67,7 @@ describe('docs/openapi.json', () => {
         '/v1/admin/contention',
         '/v1/admin/locks/{key}/history',
         '/v1/admin/waits',
+        '/v1/admin/policies',
         '/metrics',
         '/healthz',
         '/readyz',
@@ -145,6 +146,7 @@ describe('a real server against the document', () => {
     await expectStatus('listSessions', viewer.listSessions(), 200);
     await expectStatus('summary', viewer.summary(), 200);
     await expectStatus('whoami', viewerGet('/v1/admin/whoami'), 200);
+    await expectStatus('listPolicies', viewerGet('/v1/admin/policies'), 200);
     await expectStatus('release', api.release('tour/a b/ü', { sessionId: holder.sessionId, fencingToken: grant.fencingToken }), 200);
     const waited = await waiting;
     expect(waited.status).toBe(200);

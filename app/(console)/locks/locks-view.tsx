@@ -7,7 +7,9 @@ import Link from 'next/link';
 import { useQuery } from '@tanstack/react-query';
 import { usePathname, useSearchParams } from 'next/navigation';
 import { useEffect, useMemo, useState } from 'react';
+import type { LockPolicy } from '../../../contract/policies';
 import type { LockInfo, Page } from '../../lib/api-types';
+import { NO_POLICY, serverPrefix, underPolicy, type PolicyChoice } from '../../lib/policy-filter';
 import { getJson } from '../../lib/client/api';
 import { useCanAct } from '../../components/identity';
 import { LiveControl, useLive, useNow } from '../../components/live';
@@ -32,6 +34,8 @@ export function LocksView() {
     return PAGE_SIZES.includes(fromUrl as (typeof PAGE_SIZES)[number]) ? fromUrl : 50;
   });
   const [draft, setDraft] = useState(prefix);
+  // The lock policy filter (null: all locks); `policy=` in the address bar is "no policy".
+  const [policy, setPolicy] = useState<PolicyChoice>(() => params.get('policy'));
   // Cursors of the pages visited so far; index 0 is the first page (null cursor).
   const [cursors, setCursors] = useState<(string | null)[]>([null]);
   const [sort, setSort] = useState<SortKey>(() => (params.get('sort') === 'age' ? 'age' : 'key'));
@@ -55,16 +59,29 @@ export function LocksView() {
     if (prefix) search.set('prefix', prefix);
     if (limit !== 50) search.set('limit', String(limit));
     if (serverAge) search.set('sort', 'age');
+    if (policy !== null) search.set('policy', policy);
     const text = search.toString();
     // Native replaceState (Next.js syncs it with useSearchParams): no server round trip, no remount.
     window.history.replaceState(null, '', text ? `${pathname}?${text}` : pathname);
-  }, [prefix, limit, pathname, serverAge]);
+  }, [prefix, limit, pathname, serverAge, policy]);
+
+  // The policies change only when the server's file does: read once a minute.
+  const policiesQuery = useQuery({
+    queryKey: ['policies'],
+    queryFn: ({ signal }) => getJson<{ items: LockPolicy[] }>('/api/policies', signal),
+    staleTime: 60_000,
+    refetchInterval: 60_000,
+  });
+  const policies = useMemo(() => policiesQuery.data?.items ?? [], [policiesQuery.data]);
+  const asked = serverPrefix(prefix, policy, policies);
 
   const query = useQuery({
-    queryKey: ['locks', prefix, limit, serverAge ? 'age' : cursor],
+    queryKey: ['locks', asked ?? null, limit, serverAge ? 'age' : cursor],
+    // A typed prefix outside the chosen policy's: nothing can match, nothing to ask.
+    enabled: asked !== undefined,
     queryFn: ({ signal }) => {
       const search = new URLSearchParams({ limit: String(limit) });
-      if (prefix) search.set('prefix', prefix);
+      if (asked) search.set('prefix', asked);
       if (serverAge) search.set('sort', 'age');
       else if (cursor) search.set('cursor', cursor);
       return getJson<Page<LockInfo>>(`/api/locks?${search}`, signal);
@@ -72,7 +89,10 @@ export function LocksView() {
     refetchInterval,
   });
 
-  const rows = useMemo(() => sortRows(query.data?.items ?? [], sort, now), [query.data, sort, now]);
+  const rows = useMemo(
+    () => sortRows(underPolicy(asked === undefined ? [] : (query.data?.items ?? []), policy, policies), sort, now),
+    [query.data, sort, now, policy, policies, asked],
+  );
   const pageNumber = cursors.length;
   const nextCursor = query.data?.nextCursor ?? null;
   const firstIndex = (pageNumber - 1) * limit + 1;
@@ -113,6 +133,25 @@ export function LocksView() {
           <option value="waiters">most waiters (this page)</option>
           <option value="token">newest token (this page)</option>
         </select>
+        {policies.length > 0 || policy !== null ? (
+          <>
+            <label htmlFor="policy">Policy</label>
+            <select
+              id="policy"
+              value={policy ?? '*'}
+              onChange={(e) => setPolicy(e.target.value === '*' ? null : e.target.value)}
+              data-testid="policy-filter"
+            >
+              <option value="*">all locks</option>
+              {policies.map((p) => (
+                <option key={p.name} value={p.name}>
+                  {p.name} ({p.prefix}…)
+                </option>
+              ))}
+              <option value={NO_POLICY}>no policy (this page)</option>
+            </select>
+          </>
+        ) : null}
       </div>
       <p className="legend muted">
         <span className="badge badge-warn">waiters</span> someone is queued for the lock ·{' '}
@@ -120,9 +159,17 @@ export function LocksView() {
         <span className="age age-warn">age</span> over {AGE_WARN_MILLIS / 60_000} min · TTL counts down live
       </p>
       {query.isError ? <ErrorState error={query.error} what="locks" /> : null}
-      {query.isPending ? <Loading what="locks" /> : null}
-      {query.data && rows.length === 0 ? (
-        <Empty>{prefix ? <>No held lock has a key starting with <span className="mono">{prefix}</span>.</> : 'No lock is held right now.'}</Empty>
+      {query.isPending && asked !== undefined ? <Loading what="locks" /> : null}
+      {(query.data || asked === undefined) && rows.length === 0 ? (
+        <Empty>
+          {policy !== null ? (
+            <>No held lock {policy === NO_POLICY ? 'under no policy' : <>under policy <span className="mono">{policy}</span></>}{prefix ? <> with a key starting with <span className="mono">{prefix}</span></> : null}{nextCursor !== null && asked !== undefined ? ' on this page' : ''}.</>
+          ) : prefix ? (
+            <>No held lock has a key starting with <span className="mono">{prefix}</span>.</>
+          ) : (
+            'No lock is held right now.'
+          )}
+        </Empty>
       ) : null}
       {rows.length > 0 ? (
         <div className="table-wrap">

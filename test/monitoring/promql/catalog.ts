@@ -27,7 +27,9 @@ export function tableCatalog(): Catalog {
   const catalog: Catalog = new Map();
   for (const spec of METRIC_SPECS) {
     const labels = [...Object.keys(spec.labels), ...TARGET_LABELS];
-    const values = new Map(Object.entries(spec.labels).map(([label, set]) => [label, new Set<string>(set)]));
+    // A policy label's values are the operator's policies file, not a closed set of the table.
+    const closed = Object.entries(spec.labels).filter(([label]) => !spec.policyLabels?.includes(label));
+    const values = new Map(closed.map(([label, set]) => [label, new Set<string>(set)]));
     const origin = `metric table: ${spec.name}`;
     if (spec.type === 'histogram') {
       catalog.set(`${spec.name}_bucket`, info([...labels, 'le'], values, true, origin));
