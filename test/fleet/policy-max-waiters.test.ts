@@ -11,13 +11,12 @@ import { FLEET_STORES, startPair } from '../support/fleet-pair.js';
 import { eventually, httpClient } from '../support/http.js';
 import type { TestServer } from '../support/server.js';
 
-const dir = mkdtempSync(path.join(tmpdir(), 'holdfast-max-waiters-'));
-const file = path.join(dir, 'policies.json');
-writeFileSync(file, JSON.stringify([{ name: 'capped', prefix: 'capped/', maxWaiters: 2 }]));
-
 describe.each(FLEET_STORES)('maxWaiters fleet-wide on %s', (store) => {
   let servers: TestServer[];
+  const dir = mkdtempSync(path.join(tmpdir(), 'holdfast-max-waiters-'));
   beforeAll(async () => {
+    const file = path.join(dir, 'policies.json');
+    writeFileSync(file, JSON.stringify([{ name: 'capped', prefix: 'capped/', maxWaiters: 2 }]));
     servers = await startPair(store, { env: { HOLDFAST_POLICIES_FILE: file } });
   });
   afterAll(async () => {
@@ -33,13 +32,13 @@ describe.each(FLEET_STORES)('maxWaiters fleet-wide on %s', (store) => {
       const held = await a.acquire(key, { sessionId: holder, ttlMillis: 120_000 });
       expect(held.status).toBe(200);
       const parked = [
-        a.acquire(key, { sessionId: await open(a, 'w1'), waitMillis: 60_000 }),
-        b.acquire(key, { sessionId: await open(b, 'w2'), waitMillis: 60_000 }),
+        a.acquire(key, { sessionId: await open(a, 'w1'), waitMillis: 30_000 }),
+        b.acquire(key, { sessionId: await open(b, 'w2'), waitMillis: 30_000 }),
       ];
       await eventually(async () => (await a.read(key)).body.waiterCount === 2 && (await b.read(key)).body.waiterCount === 2);
       const more = [
-        a.acquire(key, { sessionId: await open(a, 'w3'), waitMillis: 60_000 }),
-        b.acquire(key, { sessionId: await open(b, 'w4'), waitMillis: 60_000 }),
+        a.acquire(key, { sessionId: await open(a, 'w3'), waitMillis: 30_000 }),
+        b.acquire(key, { sessionId: await open(b, 'w4'), waitMillis: 30_000 }),
       ];
       if (key === 'capped/hot') {
         for (const answer of more) expect(await answer).toMatchObject({ status: 429, body: { error: { code: 'CONTENTION_EXCEEDED' } } });
