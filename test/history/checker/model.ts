@@ -14,7 +14,7 @@
  * is safe only if an unanswered operation took effect: the checker calls that
  * indeterminate unless other answers settle it.
  */
-import { isMutex, type HistoryOp } from '../format.js';
+import { grantKind, isMutex, type GrantMode, type HistoryOp } from '../format.js';
 
 export interface CheckOptions {
   /**
@@ -57,7 +57,11 @@ export interface GrantFacts {
   value: bigint;
   key: string;
   sessionId: string;
+  /** `exclusive` with limit 1: the mutex rules judge it. */
   mutex: boolean;
+  mode: GrantMode;
+  /** The holder count its acquire named (a semaphore's N; 1 for a mutex or a shared hold). */
+  limit: number;
   ttlMillis: number;
   /** Earliest instant the grant may have been made: the invoke of the first L4 that could have made it. */
   createLo: Bound;
@@ -177,6 +181,7 @@ export function buildModel(ops: HistoryOp[], options: CheckOptions = DEFAULT_OPT
       key: op.key,
       sessionId: op.sessionId,
       mutex: isMutex(op),
+      ...grantKind(op),
       ttlMillis: num(op.result?.ttlMillis) ?? num(op.args.ttlMillis) ?? 30_000,
       createLo: { at: op.invokeAt, op: op.index, why: 'acquire invoked' },
       createHi: { at: op.completeAt, op: op.index, why: 'first answer with this token' },
@@ -244,8 +249,9 @@ export function buildModel(ops: HistoryOp[], options: CheckOptions = DEFAULT_OPT
       if (op.f === 'release' && str(op.args.fencingToken) === grant.token) grant.ops.push(op.index);
       const saysGone =
         ((op.f === 'renew' || op.f === 'release') && op.outcome === 'fail' && op.error?.code === 'LOCK_LOST' && str(op.args.fencingToken) === grant.token) ||
-        // A read counts only once the grant certainly existed: before that, "not held" says nothing.
-        (op.f === 'read' && op.outcome === 'ok' && op.invokeAt > grant.createHi.at && shows !== grant.token);
+        // A read counts only once the grant certainly existed: before that, "not held" says nothing. And only
+        // for a mutex: a read names one holder (the lowest token), so beside other holders it says nothing.
+        (grant.mutex && op.f === 'read' && op.outcome === 'ok' && op.invokeAt > grant.createHi.at && shows !== grant.token);
       if (saysGone) push(goneEvidence, grantId(grant.key, grant.token), op);
     }
     const session = sessions.get(grant.sessionId);
