@@ -1,9 +1,12 @@
 /**
- * `npm run torture -- --store S --minutes M --seed N [--instances K] [--clients C] [--keys K] [--planted BUG]`
+ * `npm run torture -- --store S --minutes M --seed N [--instances K] [--clients C] [--keys K] [--planted BUG]
+ *   [--faults kind,kind] [--gap MIN,MAX]`
  *
  * A long history run (test/history/): the workload and the nemesis for M minutes against
  * K server instances on store S (embedded: 1 instance; postgres: its own cluster, restarted
- * by the nemesis; etcd: three members, the leader killed by the nemesis), then the checker.
+ * by the nemesis; etcd: three members, the leader killed or partitioned by the nemesis), then the
+ * checker. `--faults` narrows the fault kinds (default: all the cluster supports); `--gap` sets the
+ * workload steps between faults (default 15,45).
  * Writes `bench/results/torture/<store>-seed<N>-<M>min.{report.txt,html,history.jsonl}` and
  * prints the figures: operations, faults by kind, unknown outcomes, violations. Exits 1 on
  * a violation, 0 otherwise (an indeterminate verdict is printed, not failed).
@@ -24,6 +27,8 @@ const { values } = parseArgs({
     clients: { type: 'string', default: '5' },
     keys: { type: 'string', default: '3' },
     planted: { type: 'string' },
+    faults: { type: 'string' },
+    gap: { type: 'string' },
   },
 });
 
@@ -34,6 +39,8 @@ if (planted !== undefined && !PLANTED_BUGS.includes(planted)) throw new Error(`-
 const minutes = Number(values.minutes);
 const seed = Number(values.seed);
 const instances = Number(values.instances ?? (store === 'embedded' ? 1 : 3));
+const gap = values.gap?.split(',').map(Number);
+if (gap && (gap.length !== 2 || !gap.every((n) => Number.isInteger(n) && n > 0) || gap[0]! >= gap[1]!)) throw new Error('--gap must be MIN,MAX steps (integers, MIN < MAX)');
 
 const result = await runHistory({
   store,
@@ -47,6 +54,8 @@ const result = await runHistory({
   deadlineMillis: minutes * 60_000,
   clients: Number(values.clients),
   keys: Number(values.keys),
+  ...(values.faults ? { faults: values.faults.split(',') } : {}),
+  ...(gap ? { gapSteps: gap as [number, number] } : {}),
 });
 
 const name = `${store}-seed${seed}-${minutes}min${planted ? `-planted-${planted}` : ''}`;

@@ -26,6 +26,7 @@ import { createHttpTelemetry, createLockTelemetry } from '../exporter/lock-telem
 import { renderMetrics } from '../exporter/render-metrics.js';
 import { createServerMetrics, type ServerMetrics } from '../exporter/server-metrics.js';
 import { refreshStoreGauges } from '../exporter/store-gauges.js';
+import { faultClockFromEnv } from './fault-clock.js';
 import { startSweeper } from './sweeper.js';
 
 export interface StartOptions {
@@ -71,12 +72,14 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
   const events = createEventLog(rawStore.backend, options.logDestination ? { destination: options.logDestination } : {});
   const store = instrumentStore(rawStore, metrics);
 
-  const clock = options.clock;
+  // A test's clock, else the fault seam's (only when its env var is set: history runs), else the system's.
+  const faultClock = options.clock ? undefined : faultClockFromEnv(process.env);
+  const clock = options.clock ?? faultClock?.clock;
   // The admin summary's recent counts: written only by the telemetry (exporter/lock-telemetry.ts),
   // read only by A5 (lock/http/summary.ts).
   const activity = new ActivityWindow(() => (clock ?? systemClock).now());
   const service = new LockService(store, createLockTelemetry({ metrics, log: events, activity }), {
-    ...(options.clock ? { clock: options.clock } : {}),
+    ...(clock ? { clock } : {}),
     ...(options.random ? { random: options.random } : {}),
     auditSealer,
     storeHealth: { callTimeoutMillis: config.HOLDFAST_STORE_TIMEOUT_MS, probeIntervalMillis: config.HOLDFAST_STORE_PROBE_INTERVAL_MS },
@@ -145,6 +148,7 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
         await sweeper.stop();
         await service.stop();
         await store.close();
+        faultClock?.stop();
       })();
       return stopping;
     },
