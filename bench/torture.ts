@@ -1,6 +1,8 @@
 /**
  * `npm run torture -- --store S --minutes M --seed N [--instances K] [--clients C] [--keys K] [--planted BUG]
  *   [--faults kind,kind] [--gap MIN,MAX]`
+ * `npm run torture -- --check FILE.history.jsonl`: checks a kept history again (with this checker),
+ * writes `FILE.recheck.{report.txt,html}` beside it.
  *
  * A long history run (test/history/): the workload and the nemesis for M minutes against
  * K server instances on store S (embedded: 1 instance; postgres: its own cluster, restarted
@@ -11,10 +13,13 @@
  * prints the figures: operations, faults by kind, unknown outcomes, violations. Exits 1 on
  * a violation, 0 otherwise (an indeterminate verdict is printed, not failed).
  */
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { renderReport } from '../test/history/checker.js';
-import { runHistory, writeArtifacts } from '../test/history/run.js';
+import { check, renderReport } from '../test/history/checker.js';
+import { fromJsonLines } from '../test/history/format.js';
+import { runHistory, UNKNOWN_EFFECT_WITHIN_MILLIS, writeArtifacts } from '../test/history/run.js';
+import { renderTimeline } from '../test/history/timeline.js';
 import { PLANTED_BUGS, type PlantedBug } from '../test/history/support/planted-bugs.js';
 import type { StoreName } from '../test/support/server.js';
 
@@ -29,8 +34,20 @@ const { values } = parseArgs({
     planted: { type: 'string' },
     faults: { type: 'string' },
     gap: { type: 'string' },
+    check: { type: 'string' },
   },
 });
+
+if (values.check) {
+  const history = fromJsonLines(readFileSync(values.check, 'utf8'));
+  const options = { unknownEffectWithinMillis: UNKNOWN_EFFECT_WITHIN_MILLIS };
+  const report = check(history, options);
+  const base = `${values.check.replace(/\.history\.jsonl$/, '')}.recheck`;
+  writeFileSync(`${base}.report.txt`, `${renderReport(report, history.ops, 10)}\n`);
+  writeFileSync(`${base}.html`, renderTimeline(history, report, options));
+  console.log(`${renderReport(report, history.ops, 3)}\nwritten: ${base}.report.txt ${base}.html`);
+  process.exit(report.violations.length > 0 ? 1 : 0);
+}
 
 const store = values.store as StoreName;
 if (!['embedded', 'postgres', 'etcd'].includes(store)) throw new Error(`--store must be embedded, postgres or etcd, not ${store}`);

@@ -368,6 +368,36 @@ describe('acknowledged state is not lost', () => {
   });
 });
 
+describe('"already gone" answers to ending operations (C3: benign)', () => {
+  test('a close answered SESSION_NOT_FOUND while the session was certainly live: it may have closed it itself, not a lost session', () => {
+    // The etcd torture's first finding: L3's txn applied, its answer was lost in a store partition, the
+    // store re-sent it, the repeat's compare failed and the re-read found the session gone.
+    const h = builder();
+    h.open('c1', 'sA', 0, 4_000);
+    h.add({ process: 'c1', f: 'close', sessionId: 'sA', invokeAt: 500, completeAt: 1_600, outcome: 'fail', error: { status: 404, code: 'SESSION_NOT_FOUND' } });
+    expect(check(h.ops).verdict).toBe('valid');
+  });
+
+  test('a release answered LOCK_LOST may have ended the grant: the next holder is no overlap', () => {
+    const h = builder();
+    h.open('c1', 'sA', 0);
+    h.open('c2', 'sB', 0);
+    h.acquire('c1', 'sA', 'k', '10', 5, 10);
+    h.release('c1', 'sA', 'k', '10', 100, 400, 'fail', 'LOCK_LOST');
+    h.acquire('c2', 'sB', 'k', '11', 150, 200);
+    expect(check(h.ops).verdict).toBe('valid');
+  });
+
+  test('but a grant shown alive after such a release was answered: the LOCK_LOST was a lost grant', () => {
+    const h = builder();
+    h.open('c1', 'sA', 0);
+    h.acquire('c1', 'sA', 'k', '10', 5, 10);
+    h.release('c1', 'sA', 'k', '10', 100, 110, 'fail', 'LOCK_LOST');
+    h.renew('c1', 'sA', 'k', '10', 200, 210);
+    expect(rules(h.ops)).toEqual(['lost-grant']);
+  });
+});
+
 describe('recording', () => {
   test('every acquire names its kind: the defaults (exclusive, 1) when the request left them out', () => {
     const plain = classify({ method: 'POST', path: '/v1/locks/k/acquire', body: { sessionId: 's', ttlMillis: 1_000 } }, 'c0', 'A');
