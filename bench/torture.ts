@@ -1,7 +1,7 @@
 /**
  * `npm run torture -- --store S --minutes M --seed N [--instances K] [--clients C] [--keys K] [--planted BUG]
  *   [--faults kind,kind] [--gap MIN,MAX]`
- * `npm run torture -- --check FILE.history.jsonl`: checks a kept history again (with this checker),
+ * `npm run torture -- --check FILE.history.jsonl[.gz]`: checks a kept history again (with this checker),
  * writes `FILE.recheck.{report.txt,html}` beside it.
  *
  * A long history run (test/history/): the workload and the nemesis for M minutes against
@@ -14,6 +14,7 @@
  * a violation, 0 otherwise (an indeterminate verdict is printed, not failed).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
+import { gunzipSync } from 'node:zlib';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { check, renderReport } from '../test/history/checker.js';
@@ -39,10 +40,11 @@ const { values } = parseArgs({
 });
 
 if (values.check) {
-  const history = fromJsonLines(readFileSync(values.check, 'utf8'));
+  const raw = readFileSync(values.check);
+  const history = fromJsonLines((values.check.endsWith('.gz') ? gunzipSync(raw) : raw).toString('utf8'));
   const options = { unknownEffectWithinMillis: UNKNOWN_EFFECT_WITHIN_MILLIS };
   const report = check(history, options);
-  const base = `${values.check.replace(/\.history\.jsonl$/, '')}.recheck`;
+  const base = `${values.check.replace(/\.history\.jsonl(\.gz)?$/, '')}.recheck`;
   writeFileSync(`${base}.report.txt`, `${renderReport(report, history.ops, 10)}\n`);
   writeFileSync(`${base}.html`, renderTimeline(history, report, options));
   console.log(`${renderReport(report, history.ops, 3)}\nwritten: ${base}.report.txt ${base}.html`);
