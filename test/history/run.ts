@@ -18,12 +18,12 @@ import { startWorkload } from './workload.js';
 export const UNKNOWN_EFFECT_WITHIN_MILLIS = 30_000;
 
 /** What `npm test`'s short run per store may take, start-up included (issue 27: ≤ 60 s each, with the test file's own load). */
-export const CI_WALL_BUDGET_MILLIS = 45_000;
+export const CI_WALL_BUDGET_MILLIS = 42_000;
 
 /** Kept back from a wall budget after the workload's deadline: its last steps (≤ 3 s budgets), heals, stop, check. */
 const WIND_DOWN_MILLIS = 8_000;
 /** Never less workload than this, however slow the start: a run too short proves nothing. */
-const MIN_WORKLOAD_MILLIS = 15_000;
+const MIN_WORKLOAD_MILLIS = 10_000;
 
 export interface RunOptions extends ClusterOptions {
   seed: number;
