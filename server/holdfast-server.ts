@@ -28,6 +28,7 @@ import { renderMetrics } from '../exporter/render-metrics.js';
 import { createServerMetrics, type ServerMetrics } from '../exporter/server-metrics.js';
 import { policySeries, refreshStoreGauges } from '../exporter/store-gauges.js';
 import type { PolicyBook, PolicyReload } from '../lock/policy-book.js';
+import { faultClockFromEnv } from './fault-clock.js';
 import { startSweeper } from './sweeper.js';
 
 export interface StartOptions {
@@ -80,12 +81,14 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
   const store = instrumentStore(rawStore, metrics);
   reportReload = (reload) => logPolicyReload(events, reload);
 
-  const clock = options.clock;
+  // A test's clock, else the fault seam's (only when its env var is set: history runs), else the system's.
+  const faultClock = options.clock ? undefined : faultClockFromEnv(process.env);
+  const clock = options.clock ?? faultClock?.clock;
   // The admin summary's recent counts: written only by the telemetry (exporter/lock-telemetry.ts),
   // read only by A5 (lock/http/summary.ts).
   const activity = new ActivityWindow(() => (clock ?? systemClock).now());
   const service = new LockService(store, createLockTelemetry({ metrics, log: events, activity }), {
-    ...(options.clock ? { clock: options.clock } : {}),
+    ...(clock ? { clock } : {}),
     ...(options.random ? { random: options.random } : {}),
     auditSealer,
     // Read at each decision, so an edit of the file applies to the next request.
@@ -165,6 +168,7 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
         await sweeper.stop();
         await service.stop();
         await store.close();
+        faultClock?.stop();
       })();
       return stopping;
     },

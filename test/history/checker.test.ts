@@ -7,6 +7,7 @@
 import { describe, expect, test } from 'vitest';
 import { check, renderFinding, renderReport } from './checker.js';
 import { fromJsonLines, HISTORY_FORMAT, toJsonLines, type History, type HistoryOp } from './format.js';
+import { classify, completionOf } from './recording-transport.js';
 import { renderTimeline } from './timeline.js';
 
 /** A tiny history builder: times in ms, indexes in the order written. */
@@ -176,15 +177,103 @@ describe('mutual exclusion', () => {
     expect(check(h.ops).verdict).toBe('valid');
   });
 
-  test('grants of a v3 kind (shared) are not judged by the mutex rules, and are counted as such', () => {
+});
+
+describe('semaphores and shared holds (v3 kinds)', () => {
+  const kind = (mode: 'exclusive' | 'shared', limit: number) => ({ args: { ttlMillis: 1_000, mode, limit } });
+  const sessions = (h: ReturnType<typeof builder>, n: number) => Array.from({ length: n }, (_, i) => h.open(`c${i}`, `s${i}`, 0).sessionId!);
+
+  test('a semaphore of limit 2 with a third grant while two are certainly held: a violation naming the three', () => {
     const h = builder();
-    h.open('c1', 'sA', 0);
-    h.open('c2', 'sB', 0);
-    h.acquire('c1', 'sA', 'k', '10', 0, 10, 1_000, { args: { ttlMillis: 1_000, mode: 'shared' } });
-    h.acquire('c2', 'sB', 'k', '11', 100, 110, 1_000, { args: { ttlMillis: 1_000, mode: 'shared' } });
+    const [s0, s1, s2] = sessions(h, 3);
+    const a = h.acquire('c0', s0!, 'k', '10', 5, 10, 1_000, kind('exclusive', 2));
+    const b = h.acquire('c1', s1!, 'k', '11', 20, 30, 1_000, kind('exclusive', 2));
+    const c = h.acquire('c2', s2!, 'k', '12', 200, 210, 1_000, kind('exclusive', 2));
+    const report = check(h.ops);
+    expect(report.violations.map((v) => v.rule)).toEqual(['semaphore-over-limit']);
+    const [finding] = report.violations;
+    expect(finding!.ops).toEqual(expect.arrayContaining([a.index, b.index, c.index]));
+    expect(finding!.window[0]).toBe(210);
+    expect(finding!.message).toContain('3 exclusive grants (limit 2)');
+    const text = renderFinding(finding!, h.ops);
+    expect(text).toMatch(/^VIOLATION semaphore-over-limit/);
+    for (const token of ['10', '11', '12']) expect(text).toContain(`fencingToken=${token}`);
+    expect(report.stats.grantsByKind).toEqual({ mutex: 0, semaphore: 3, shared: 0 });
+  });
+
+  test('a semaphore of limit 2 with two holders at a time, the third after a release was invoked: valid', () => {
+    const h = builder();
+    const [s0, s1, s2] = sessions(h, 3);
+    h.acquire('c0', s0!, 'k', '10', 5, 10, 1_000, kind('exclusive', 2));
+    h.acquire('c1', s1!, 'k', '11', 20, 30, 1_000, kind('exclusive', 2));
+    h.release('c0', s0!, 'k', '10', 100, 110);
+    h.acquire('c2', s2!, 'k', '12', 105, 210, 1_000, kind('exclusive', 2));
+    // The fenced resource refuses the lower token of two holders side by side: not a mutex holder's loss.
+    h.write('c1', 'k', '11', true, 40);
+    h.write('c2', 'k', '12', true, 220);
+    h.write('c1', 'k', '11', false, 230);
+    expect(check(h.ops).verdict).toBe('valid');
+  });
+
+  test('the third holder of a limit-2 semaphore, when the first\'s release went unanswered: indeterminate', () => {
+    const h = builder();
+    const [s0, s1, s2] = sessions(h, 3);
+    h.acquire('c0', s0!, 'k', '10', 5, 10, 1_000, kind('exclusive', 2));
+    h.acquire('c1', s1!, 'k', '11', 20, 30, 1_000, kind('exclusive', 2));
+    h.release('c0', s0!, 'k', '10', 100, 3_000, 'unknown');
+    h.acquire('c2', s2!, 'k', '12', 200, 210, 1_000, kind('exclusive', 2));
     const report = check(h.ops);
     expect(report.violations).toEqual([]);
-    expect(report.stats.uncheckedGrants).toBe(2);
+    expect(report.indeterminate.map((f) => f.rule)).toEqual(['semaphore-over-limit']);
+    expect(report.verdict).toBe('indeterminate');
+  });
+
+  test('holders naming different limits at once (a mutex beside a semaphore of 3): a violation', () => {
+    const h = builder();
+    const [s0, s1] = sessions(h, 2);
+    h.acquire('c0', s0!, 'k', '10', 5, 10, 1_000, kind('exclusive', 3));
+    h.acquire('c1', s1!, 'k', '11', 100, 110, 1_000, kind('exclusive', 1));
+    expect(rules(h.ops)).toEqual(['semaphore-over-limit']);
+  });
+
+  test('shared holds side by side: valid; an exclusive grant among them: a violation', () => {
+    const h = builder();
+    const [s0, s1, s2] = sessions(h, 3);
+    h.acquire('c0', s0!, 'k', '10', 5, 10, 1_000, kind('shared', 1));
+    h.acquire('c1', s1!, 'k', '11', 20, 30, 1_000, kind('shared', 1));
+    expect(check(h.ops).verdict).toBe('valid');
+    const x = h.acquire('c2', s2!, 'k', '12', 100, 110, 1_000, kind('exclusive', 1));
+    const report = check(h.ops);
+    // Once, against the first shared holder; the mutex rule does not judge shared grants.
+    expect(report.violations.map((v) => v.rule)).toEqual(['shared-with-exclusive']);
+    expect(report.violations[0]!.message).toContain('shared token 10');
+    expect(report.violations[0]!.ops).toEqual(expect.arrayContaining([x.index]));
+    expect(report.stats.grantsByKind).toEqual({ mutex: 1, semaphore: 0, shared: 2 });
+  });
+
+  test('a shared grant while an exclusive one is certainly held: a violation; after its release: valid', () => {
+    const bad = builder();
+    const [b0, b1] = sessions(bad, 2);
+    bad.acquire('c0', b0!, 'k', '10', 5, 10, 1_000, kind('exclusive', 1));
+    bad.acquire('c1', b1!, 'k', '11', 100, 110, 1_000, kind('shared', 1));
+    expect(rules(bad.ops)).toEqual(['shared-with-exclusive']);
+
+    const good = builder();
+    const [g0, g1] = sessions(good, 2);
+    good.acquire('c0', g0!, 'k', '10', 5, 10, 1_000, kind('exclusive', 1));
+    good.release('c0', g0!, 'k', '10', 90, 95);
+    good.acquire('c1', g1!, 'k', '11', 100, 110, 1_000, kind('shared', 1));
+    expect(check(good.ops).verdict).toBe('valid');
+  });
+
+  test('a lapsed semaphore holder does not count: the conservative TTL bound from the earliest invoke', () => {
+    const h = builder();
+    const [s0, s1, s2] = sessions(h, 3);
+    h.acquire('c0', s0!, 'k', '10', 0, 500, 1_000, kind('exclusive', 2));
+    h.acquire('c1', s1!, 'k', '11', 600, 610, 1_000, kind('exclusive', 2));
+    // 10 may have been granted at 0: it lapsed by 975 (TTL − slack), before 12 was answered.
+    h.acquire('c2', s2!, 'k', '12', 900, 980, 1_000, kind('exclusive', 2));
+    expect(check(h.ops).verdict).toBe('valid');
   });
 });
 
@@ -276,6 +365,48 @@ describe('acknowledged state is not lost', () => {
     h.open('c1', 'sA', 0, 1_000);
     h.add({ process: 'c1', f: 'heartbeat', sessionId: 'sA', invokeAt: 500, completeAt: 510, outcome: 'fail', error: { status: 404, code: 'SESSION_NOT_FOUND' } });
     expect(rules(h.ops)).toEqual(['lost-session']);
+  });
+});
+
+describe('"already gone" answers to ending operations (C3: benign)', () => {
+  test('a close answered SESSION_NOT_FOUND while the session was certainly live: it may have closed it itself, not a lost session', () => {
+    // The etcd torture's first finding: L3's txn applied, its answer was lost in a store partition, the
+    // store re-sent it, the repeat's compare failed and the re-read found the session gone.
+    const h = builder();
+    h.open('c1', 'sA', 0, 4_000);
+    h.add({ process: 'c1', f: 'close', sessionId: 'sA', invokeAt: 500, completeAt: 1_600, outcome: 'fail', error: { status: 404, code: 'SESSION_NOT_FOUND' } });
+    expect(check(h.ops).verdict).toBe('valid');
+  });
+
+  test('a release answered LOCK_LOST may have ended the grant: the next holder is no overlap', () => {
+    const h = builder();
+    h.open('c1', 'sA', 0);
+    h.open('c2', 'sB', 0);
+    h.acquire('c1', 'sA', 'k', '10', 5, 10);
+    h.release('c1', 'sA', 'k', '10', 100, 400, 'fail', 'LOCK_LOST');
+    h.acquire('c2', 'sB', 'k', '11', 150, 200);
+    expect(check(h.ops).verdict).toBe('valid');
+  });
+
+  test('but a grant shown alive after such a release was answered: the LOCK_LOST was a lost grant', () => {
+    const h = builder();
+    h.open('c1', 'sA', 0);
+    h.acquire('c1', 'sA', 'k', '10', 5, 10);
+    h.release('c1', 'sA', 'k', '10', 100, 110, 'fail', 'LOCK_LOST');
+    h.renew('c1', 'sA', 'k', '10', 200, 210);
+    expect(rules(h.ops)).toEqual(['lost-grant']);
+  });
+});
+
+describe('recording', () => {
+  test('every acquire names its kind: the defaults (exclusive, 1) when the request left them out', () => {
+    const plain = classify({ method: 'POST', path: '/v1/locks/k/acquire', body: { sessionId: 's', ttlMillis: 1_000 } }, 'c0', 'A');
+    expect(plain?.args).toEqual({ ttlMillis: 1_000, mode: 'exclusive', limit: 1 });
+    const semaphore = classify({ method: 'POST', path: '/v1/locks/k/acquire', body: { sessionId: 's', mode: 'exclusive', limit: 3 } }, 'c0', 'A');
+    expect(semaphore?.args).toEqual({ mode: 'exclusive', limit: 3 });
+    const answered = completionOf('acquire', { status: 200, header: () => null, body: { fencingToken: '7', ttlMillis: 1_000, mode: 'shared', limit: 1 } });
+    expect(answered.result).toMatchObject({ fencingToken: '7', mode: 'shared', limit: 1 });
+    expect(classify({ method: 'POST', path: '/v1/locks/k/renew', body: { sessionId: 's', fencingToken: '7' } }, 'c0', 'A')?.args).toEqual({ fencingToken: '7' });
   });
 });
 

@@ -7,8 +7,9 @@
  * - `valid`: every rule decided, nothing found.
  * The rules are documented in docs/history.md; each lives in checker/.
  */
-import { isMutex, type History, type HistoryOp } from './format.js';
+import type { History, HistoryOp } from './format.js';
 import { checkFence } from './checker/fence.js';
+import { checkHolders } from './checker/holders.js';
 import type { Finding } from './checker/findings.js';
 import { checkLost } from './checker/lost.js';
 import { buildModel, DEFAULT_OPTIONS, type CheckOptions } from './checker/model.js';
@@ -25,8 +26,8 @@ export interface CheckReport {
   stats: {
     ops: number;
     grants: number;
-    /** Grants of another kind than mutex (v3 shared/semaphore): the mutex rules do not judge them. */
-    uncheckedGrants: number;
+    /** Grants by kind (SPEC v3 C4 names): `mutex` (exclusive, limit 1), `semaphore` (exclusive, limit > 1), `shared`. */
+    grantsByKind: Record<'mutex' | 'semaphore' | 'shared', number>;
     unknown: number;
     byFunction: Record<string, number>;
     byOutcome: Record<string, number>;
@@ -36,7 +37,7 @@ export interface CheckReport {
 export function check(history: History | HistoryOp[], options: Partial<CheckOptions> = {}): CheckReport {
   const ops = Array.isArray(history) ? history : history.ops;
   const model = buildModel(ops, { ...DEFAULT_OPTIONS, ...options });
-  const findings = [...checkMutex(model), ...checkTokenOrder(model), ...checkTokenReuse(model), ...checkFence(model), ...checkLost(model)];
+  const findings = [...checkMutex(model), ...checkHolders(model), ...checkTokenOrder(model), ...checkTokenReuse(model), ...checkFence(model), ...checkLost(model)];
   const violations = findings.filter((f) => f.verdict === 'violation').sort((a, b) => a.window[0] - b.window[0]);
   const indeterminate = findings.filter((f) => f.verdict === 'indeterminate').sort((a, b) => a.window[0] - b.window[0]);
   const count = (f: (op: HistoryOp) => string) => {
@@ -44,7 +45,8 @@ export function check(history: History | HistoryOp[], options: Partial<CheckOpti
     for (const op of ops) out[f(op)] = (out[f(op)] ?? 0) + 1;
     return out;
   };
-  const acquires = ops.filter((op) => op.f === 'acquire' && op.outcome === 'ok');
+  const grantsByKind = { mutex: 0, semaphore: 0, shared: 0 };
+  for (const g of model.grants.values()) grantsByKind[g.mode === 'shared' ? 'shared' : g.mutex ? 'mutex' : 'semaphore'] += 1;
   return {
     verdict: violations.length > 0 ? 'invalid' : indeterminate.length > 0 ? 'indeterminate' : 'valid',
     violations,
@@ -52,7 +54,7 @@ export function check(history: History | HistoryOp[], options: Partial<CheckOpti
     stats: {
       ops: ops.length,
       grants: model.grants.size,
-      uncheckedGrants: new Set(acquires.filter((op) => !isMutex(op)).map((op) => String(op.result?.fencingToken))).size,
+      grantsByKind,
       unknown: ops.filter((op) => op.outcome === 'unknown').length,
       byFunction: count((op) => op.f),
       byOutcome: count((op) => op.outcome),
@@ -85,7 +87,9 @@ export function renderReport(report: CheckReport, ops: readonly HistoryOp[], lim
     `verdict: ${report.verdict.toUpperCase()} — ${report.violations.length} violation(s), ${report.indeterminate.length} indeterminate item(s)`,
     `ops ${report.stats.ops} (${Object.entries(report.stats.byFunction).map(([k, v]) => `${k} ${v}`).join(', ')}); ` +
       `outcomes ${Object.entries(report.stats.byOutcome).map(([k, v]) => `${k} ${v}`).join(', ')}; grants ${report.stats.grants}` +
-      (report.stats.uncheckedGrants ? `; ${report.stats.uncheckedGrants} grants of a non-mutex kind not checked` : ''),
+      (report.stats.grantsByKind.semaphore + report.stats.grantsByKind.shared > 0
+        ? ` (${Object.entries(report.stats.grantsByKind).map(([k, v]) => `${k} ${v}`).join(', ')})`
+        : ''),
   ];
   for (const f of report.violations.slice(0, limit)) lines.push('', renderFinding(f, ops));
   if (report.violations.length > limit) lines.push('', `… and ${report.violations.length - limit} more violation(s)`);

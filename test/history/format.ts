@@ -5,10 +5,11 @@
  * operation per line in invoke order. This module is the format only — no
  * Holdfast imports — so the checker and outside tools share nothing else.
  *
- * Room for v3: an acquire's `mode` and `limit` travel in `args`, and grants
- * echo them in `result`; the checker applies the mutex rules to grants of
- * mode `exclusive` and limit 1 (the defaults when absent) and lists the others
- * as unchecked.
+ * v3 kinds: an acquire's `mode` and `limit` travel in `args` (the recorder
+ * writes the defaults, `exclusive` and 1, when the request left them out), and
+ * grants echo them in `result`. The mutex rules judge grants of mode
+ * `exclusive` and limit 1; the holders rule (checker/holders.ts) judges every
+ * kind against the others on its key.
  */
 
 export const HISTORY_FORMAT = 'holdfast-history/1';
@@ -91,9 +92,17 @@ export function fromJsonLines(text: string): History {
   return { header, ops: rest.map((line) => JSON.parse(line) as HistoryOp) };
 }
 
-/** A v3 grant's kind: the mutex rules apply to `exclusive` with limit 1 only. */
-export function isMutex(op: HistoryOp): boolean {
+export type GrantMode = 'exclusive' | 'shared';
+
+/** How an acquire asked to hold: the answer's echo when there is one, else the request, else the defaults. */
+export function grantKind(op: HistoryOp): { mode: GrantMode; limit: number } {
   const mode = op.result?.mode ?? op.args.mode ?? 'exclusive';
   const limit = Number(op.result?.limit ?? op.args.limit ?? 1);
+  return { mode: mode === 'shared' ? 'shared' : 'exclusive', limit: Number.isFinite(limit) && limit >= 1 ? limit : 1 };
+}
+
+/** A mutex is `exclusive` with limit 1: the kind the pairwise rules (mutex, reads, fence refusals) judge. */
+export function isMutex(op: HistoryOp): boolean {
+  const { mode, limit } = grantKind(op);
   return mode === 'exclusive' && limit === 1;
 }

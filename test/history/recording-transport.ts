@@ -105,6 +105,11 @@ export function classify(request: Pick<TransportRequest, 'method' | 'path' | 'bo
       const value = body[field];
       if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') args[field] = value;
     }
+    // Every acquire names its kind, so a reader of the history never has to know the defaults.
+    if (route.f === 'acquire') {
+      args.mode ??= 'exclusive';
+      args.limit ??= 1;
+    }
     const target = match[1] === undefined ? undefined : decodeURIComponent(match[1]);
     const sessionId = route.target === 'session' ? target : typeof body.sessionId === 'string' ? body.sessionId : undefined;
     return {

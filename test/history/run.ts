@@ -17,6 +17,14 @@ import { startWorkload } from './workload.js';
 /** How long after its invoke an unanswered request of these runs can still take effect, at most (see check()). */
 export const UNKNOWN_EFFECT_WITHIN_MILLIS = 30_000;
 
+/** What `npm test`'s short run per store may take, start-up included (issue 27: ≤ 60 s each, with the test file's own load). */
+export const CI_WALL_BUDGET_MILLIS = 42_000;
+
+/** Kept back from a wall budget after the workload's deadline: its last steps (≤ 3 s budgets), heals, stop, check. */
+const WIND_DOWN_MILLIS = 8_000;
+/** Never less workload than this, however slow the start: a run too short proves nothing. */
+const MIN_WORKLOAD_MILLIS = 10_000;
+
 export interface RunOptions extends ClusterOptions {
   seed: number;
   steps: number;
@@ -26,6 +34,12 @@ export interface RunOptions extends ClusterOptions {
   faults?: string[];
   /** Bounds a run that cannot progress; the step count is what ends a healthy one. */
   deadlineMillis?: number;
+  /**
+   * The whole run's wall time, start-up included (CI: a test must end within its budget on a loaded
+   * machine). The workload gets what the start-up left, less WIND_DOWN_MILLIS for the last holds,
+   * the heal, the shutdown and the check; it ends at its step count or then, whichever comes first.
+   */
+  wallBudgetMillis?: number;
   sessionTtlMillis?: number;
   lockTtlMillis?: number;
   /** Steps between faults: [min, max] (default [15, 45]). */
@@ -62,7 +76,10 @@ export async function runHistory(options: RunOptions): Promise<RunResult> {
       keys: options.keys ?? 2,
       keyPrefix: 'h',
       steps: options.steps,
-      deadlineMillis: options.deadlineMillis ?? 600_000,
+      deadlineMillis: Math.min(
+        options.deadlineMillis ?? 600_000,
+        options.wallBudgetMillis === undefined ? Infinity : Math.max(MIN_WORKLOAD_MILLIS, options.wallBudgetMillis - startMillis - WIND_DOWN_MILLIS),
+      ),
       seed: options.seed,
       sessionTtlMillis: options.sessionTtlMillis ?? 4_000,
       lockTtlMillis: options.lockTtlMillis ?? 2_000,
@@ -85,7 +102,7 @@ export async function runHistory(options: RunOptions): Promise<RunResult> {
       seed: options.seed,
       instances: cluster.instances.length,
       ...(options.plantedBug ? { plantedBug: options.plantedBug } : {}),
-      meta: { steps: options.steps, clients: options.clients ?? 4, keys: options.keys ?? 2, faults: wanted.join(',') },
+      meta: { steps: options.steps, stepsTaken: workload.progress, clients: options.clients ?? 4, keys: options.keys ?? 2, faults: wanted.join(',') },
     });
     // This harness bounds how long a request can survive (proxies drop or delay ≤ 400 ms, faults last
     // ≤ 3 s, store calls time out within seconds, clients give up within 3 s): 30 s is far above that.
@@ -106,7 +123,7 @@ export async function runHistory(options: RunOptions): Promise<RunResult> {
       `${options.store}${options.plantedBug ? ` [planted: ${options.plantedBug}]` : ''} seed ${options.seed}: ${report.verdict}, ` +
       `${report.violations.length} violations, ${report.indeterminate.length} indeterminate; ${report.stats.ops} ops (${report.stats.unknown} unknown), ` +
       `${report.stats.grants} grants; faults ${JSON.stringify(nemesis.counts)}${nemesis.errors.length ? ` (${nemesis.errors.length} failed to start/heal)` : ''}; ` +
-      `fenced writes accepted ${fenced.accepted}, refused ${fenced.refused}; start ${(startMillis / 1000).toFixed(1)} s, workload ${(workloadMillis / 1000).toFixed(1)} s, total ${(totalMillis / 1000).toFixed(1)} s`;
+      `${workload.progress} steps; fenced writes accepted ${fenced.accepted}, refused ${fenced.refused}; start ${(startMillis / 1000).toFixed(1)} s, workload ${(workloadMillis / 1000).toFixed(1)} s, total ${(totalMillis / 1000).toFixed(1)} s`;
     return { ...result, totalMillis, summary };
   } catch (error) {
     await cluster.stop();

@@ -12,6 +12,11 @@ export interface BlackholeProxy {
   forward(): void;
   /** Forward each chunk `millis` late, both ways, keeping each direction's order. */
   delay(millis: number): void;
+  /**
+   * Closes every connection open now (new ones are accepted as before). Healing a black hole this
+   * way makes the peers reconnect instead of resuming a stream whose swallowed bytes left it torn.
+   */
+  reset(): void;
   close(): Promise<void>;
 }
 
@@ -62,6 +67,9 @@ export async function startBlackholeProxy(target: { host: string; port: number }
     delay: (millis) => {
       holding = false;
       delayMillis = millis;
+    },
+    reset: () => {
+      for (const socket of sockets) socket.destroy();
     },
     close: async () => {
       for (const socket of sockets) socket.destroy();

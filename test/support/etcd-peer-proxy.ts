@@ -20,8 +20,12 @@ export interface PeerProxy {
 export async function startPeerProxy(target: { host: string; port: number }, port = 0): Promise<PeerProxy> {
   let cut: 'all' | ReadonlySet<string> = new Set();
   const sockets = new Set<net.Socket>();
-  /** Per connection: close it if it is cut (on heal, a cut stream has lost bytes: make etcd reconnect). */
-  const connections = new Set<() => void>();
+  /**
+   * Per open connection: close it if it is cut (on heal, a cut stream has lost bytes: make etcd reconnect).
+   * Every open connection stays listed until it ends — one that outlives a heal can be cut again later,
+   * and resuming it after swallowed bytes would hand etcd a torn raft stream (it panics decoding it).
+   */
+  const connections = new Set<() => boolean>();
   const isCut = (sender: string | undefined) => cut === 'all' || (sender !== undefined && cut.has(sender));
   const server = net.createServer((client) => {
     let sender: string | undefined;
@@ -39,10 +43,14 @@ export async function startPeerProxy(target: { host: string; port: number }, por
     upstream.on('data', (chunk: Buffer) => {
       if (!isCut(sender)) client.write(chunk);
     });
-    connections.add(() => {
-      if (isCut(sender)) end();
-    });
+    const closeIfCut = () => {
+      if (!isCut(sender)) return false;
+      end();
+      return true;
+    };
+    connections.add(closeIfCut);
     const end = () => {
+      connections.delete(closeIfCut);
       client.destroy();
       upstream.destroy();
       sockets.delete(client);
@@ -58,8 +66,7 @@ export async function startPeerProxy(target: { host: string; port: number }, por
       cut = senders;
     },
     heal: () => {
-      for (const closeIfCut of connections) closeIfCut();
-      connections.clear();
+      for (const closeIfCut of [...connections]) closeIfCut();
       cut = new Set();
     },
     close: async () => {

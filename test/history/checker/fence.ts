@@ -2,7 +2,8 @@
  * The fenced resource, per key: a write accepted after another accepted write
  * had completed never carries a lower token; and a write made while its own
  * grant was certainly held is never refused (a refusal means a higher token
- * was already written, so another grant was made while this one was held).
+ * was already written, so another grant was made while this one was held) —
+ * the latter for mutex grants only: other kinds have holders side by side.
  */
 import type { HistoryOp } from '../format.js';
 import type { Finding } from './findings.js';
@@ -44,7 +45,8 @@ export function checkFence(model: Model): Finding[] {
       if (w.result?.accepted !== false) continue;
       const grant = model.grants.get(grantId(key, String(w.args.fencingToken)));
       const held = grant && heldInterval(grant, 'certain');
-      if (!grant || !held || !(held[0] <= w.invokeAt && w.completeAt <= held[1])) continue;
+      // Only a mutex holder is owed acceptance: a semaphore's or shared holders write beside each other.
+      if (!grant || !grant.mutex || !held || !(held[0] <= w.invokeAt && w.completeAt <= held[1])) continue;
       findings.push({
         rule: 'fence-refused-live-holder',
         verdict: 'violation',

@@ -1,6 +1,8 @@
 /** What a rule reports: a violation (certain) or an indeterminate item (hinges on an unanswered operation). */
 export type RuleName =
   | 'mutex-overlap'
+  | 'semaphore-over-limit'
+  | 'shared-with-exclusive'
   | 'token-order'
   | 'token-reused'
   | 'fence-regression'

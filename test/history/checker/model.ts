@@ -14,7 +14,7 @@
  * is safe only if an unanswered operation took effect: the checker calls that
  * indeterminate unless other answers settle it.
  */
-import { isMutex, type HistoryOp } from '../format.js';
+import { grantKind, isMutex, type GrantMode, type HistoryOp } from '../format.js';
 
 export interface CheckOptions {
   /**
@@ -57,7 +57,11 @@ export interface GrantFacts {
   value: bigint;
   key: string;
   sessionId: string;
+  /** `exclusive` with limit 1: the mutex rules judge it. */
   mutex: boolean;
+  mode: GrantMode;
+  /** The holder count its acquire named (a semaphore's N; 1 for a mutex or a shared hold). */
+  limit: number;
   ttlMillis: number;
   /** Earliest instant the grant may have been made: the invoke of the first L4 that could have made it. */
   createLo: Bound;
@@ -102,8 +106,23 @@ export function tokenOf(op: HistoryOp): string | undefined {
   return str(op.result?.fencingToken) ?? str(op.args.fencingToken);
 }
 
-/** Ending operations may have taken effect unless they were definitely refused. */
+/** An operation may have taken effect unless it was definitely refused. */
 const mayHaveApplied = (op: HistoryOp) => op.outcome !== 'fail';
+
+/**
+ * An ending operation (release, close, kill) may have ended its grant or session unless it was refused
+ * for another reason than "already gone". That refusal — L6 answered LOCK_LOST, L3 answered
+ * SESSION_NOT_FOUND — proves nothing was left to end when it was decided, not that this request ended
+ * nothing: C3 answers it for a lock or session already released or closed, and the server may have done
+ * that itself, in an earlier try of this very request whose store answer was lost (the etcd store re-sends
+ * a txn after a broken connection; the repeat fails its compare and the re-read finds the thing gone).
+ */
+const answeredGone = (op: HistoryOp) => (op.f === 'release' && op.error?.code === 'LOCK_LOST') || (op.f === 'close' && op.error?.code === 'SESSION_NOT_FOUND');
+const mayHaveEnded = (op: HistoryOp) => mayHaveApplied(op) || answeredGone(op);
+/** The answer says the thing is ended by now (by this request or before it): the acknowledged view counts it. */
+const endAcknowledged = (op: HistoryOp) => op.outcome === 'ok' || answeredGone(op);
+
+const endedWhy = (op: HistoryOp) => `${op.f} invoked (${op.outcome}${op.error?.code ? ` ${op.error.code}` : ''})`;
 
 export function buildModel(ops: HistoryOp[], options: CheckOptions = DEFAULT_OPTIONS): Model {
   const slack = options.slackMillis;
@@ -142,9 +161,9 @@ export function buildModel(ops: HistoryOp[], options: CheckOptions = DEFAULT_OPT
       if (op.f === 'read' && op.outcome === 'ok' && op.result?.held === true) {
         proven = later(proven, { at: op.invokeAt, op: op.index, why: 'read showed it holding' });
       }
-      if ((op.f === 'close' || op.f === 'kill') && mayHaveApplied(op)) {
-        certainCut = earlier(certainCut, { at: op.invokeAt, op: op.index, why: `${op.f} invoked (${op.outcome})` });
-        if (op.outcome === 'ok') ackedCut = earlier(ackedCut, { at: op.invokeAt, op: op.index, why: `${op.f} invoked (ok)` });
+      if ((op.f === 'close' || op.f === 'kill') && mayHaveEnded(op)) {
+        certainCut = earlier(certainCut, { at: op.invokeAt, op: op.index, why: endedWhy(op) });
+        if (endAcknowledged(op)) ackedCut = earlier(ackedCut, { at: op.invokeAt, op: op.index, why: endedWhy(op) });
       }
       if (op.outcome === 'fail' && op.error?.code === 'SESSION_NOT_FOUND') push(sessionGoneEvidence, sessionId, op);
     }
@@ -177,6 +196,7 @@ export function buildModel(ops: HistoryOp[], options: CheckOptions = DEFAULT_OPT
       key: op.key,
       sessionId: op.sessionId,
       mutex: isMutex(op),
+      ...grantKind(op),
       ttlMillis: num(op.result?.ttlMillis) ?? num(op.args.ttlMillis) ?? 30_000,
       createLo: { at: op.invokeAt, op: op.index, why: 'acquire invoked' },
       createHi: { at: op.completeAt, op: op.index, why: 'first answer with this token' },
@@ -223,7 +243,7 @@ export function buildModel(ops: HistoryOp[], options: CheckOptions = DEFAULT_OPT
     let ackedCut: Bound = certainCut;
     for (const op of keyOps) {
       let ends = false;
-      if (op.f === 'release' && op.sessionId === grant.sessionId && str(op.args.fencingToken) === grant.token) ends = mayHaveApplied(op);
+      if (op.f === 'release' && op.sessionId === grant.sessionId && str(op.args.fencingToken) === grant.token) ends = mayHaveEnded(op);
       if (op.f === 'revoke') {
         const expected = str(op.args.expectedFencingToken);
         if (op.outcome === 'ok') ends = op.result?.outcome === 'REVOKED' && str(op.result?.revokedFencingToken) === grant.token;
@@ -232,8 +252,8 @@ export function buildModel(ops: HistoryOp[], options: CheckOptions = DEFAULT_OPT
       // An unanswered one can only end a grant that may have existed while it could still take effect.
       if (ends && op.outcome === 'unknown' && op.invokeAt + within < grant.createLo.at) ends = false;
       if (ends) {
-        certainCut = earlier(certainCut, { at: op.invokeAt, op: op.index, why: `${op.f} invoked (${op.outcome})` });
-        if (op.outcome === 'ok') ackedCut = earlier(ackedCut, { at: op.invokeAt, op: op.index, why: `${op.f} invoked (ok)` });
+        certainCut = earlier(certainCut, { at: op.invokeAt, op: op.index, why: endedWhy(op) });
+        if (endAcknowledged(op)) ackedCut = earlier(ackedCut, { at: op.invokeAt, op: op.index, why: endedWhy(op) });
       }
       const shows = op.f === 'read' && op.outcome === 'ok' ? str(op.result?.fencingToken) : undefined;
       if (op.outcome === 'ok' && ((op.f === 'renew' && str(op.args.fencingToken) === grant.token) || shows === grant.token)) {
@@ -244,8 +264,9 @@ export function buildModel(ops: HistoryOp[], options: CheckOptions = DEFAULT_OPT
       if (op.f === 'release' && str(op.args.fencingToken) === grant.token) grant.ops.push(op.index);
       const saysGone =
         ((op.f === 'renew' || op.f === 'release') && op.outcome === 'fail' && op.error?.code === 'LOCK_LOST' && str(op.args.fencingToken) === grant.token) ||
-        // A read counts only once the grant certainly existed: before that, "not held" says nothing.
-        (op.f === 'read' && op.outcome === 'ok' && op.invokeAt > grant.createHi.at && shows !== grant.token);
+        // A read counts only once the grant certainly existed: before that, "not held" says nothing. And only
+        // for a mutex: a read names one holder (the lowest token), so beside other holders it says nothing.
+        (grant.mutex && op.f === 'read' && op.outcome === 'ok' && op.invokeAt > grant.createHi.at && shows !== grant.token);
       if (saysGone) push(goneEvidence, grantId(grant.key, grant.token), op);
     }
     const session = sessions.get(grant.sessionId);

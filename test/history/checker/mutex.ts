@@ -65,7 +65,7 @@ function classify(model: Model, key: string, a: GrantFacts, b: GrantFacts): Find
 }
 
 /** An answer shows `gone` ended before `other` was certainly made: the overlap never happened. */
-function settled(model: Model, gone: GrantFacts, other: GrantFacts): boolean {
+export function settled(model: Model, gone: GrantFacts, other: GrantFacts): boolean {
   const evidence = [...(model.goneEvidence.get(grantId(gone.key, gone.token)) ?? []), ...(model.sessionGoneEvidence.get(gone.sessionId) ?? [])];
   return evidence.some((op) => op.invokeAt >= gone.createLo.at && op.completeAt <= other.createHi.at);
 }
