@@ -8,6 +8,9 @@
  * Issue 24: the file is refused when others can read it (lock/secret-files.ts), and so is any
  * token that is a shipped placeholder or weaker than 128 bits (lock/token-strength.ts): the server
  * says which entry and why at start, and does not start.
+ *
+ * Issue 25: the file is re-read on change and on SIGHUP (server/credential-reload.ts); a file that
+ * fails these checks then keeps the last good entries in force.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -35,14 +38,25 @@ const tokenFileSchema = z
   .min(1);
 
 export class AdminTokens {
-  private readonly entries: { identity: AdminIdentity; digest: Buffer }[];
+  // Not readonly: replaceWith swaps them when the file is re-read (issue 25).
+  private entries: { identity: AdminIdentity; digest: Buffer }[];
 
   /** True when the file holds `client` entries: L1 and L7 then need a bearer token. */
-  readonly clientsRequired: boolean;
+  clientsRequired: boolean;
 
   constructor(tokens: { name: string; token: string; role: TokenRole }[]) {
     this.entries = tokens.map((t) => ({ identity: { name: t.name, role: t.role }, digest: digest(t.token) }));
     this.clientsRequired = tokens.some((t) => t.role === 'client');
+  }
+
+  /**
+   * Issue 25: takes the entries of a re-read tokens file, in one synchronous step, so a request is
+   * checked against the old file or the new one, never a mix; a removed token is refused from the
+   * next request on. The server's reload (server/credential-reload.ts) calls it.
+   */
+  replaceWith(next: AdminTokens): void {
+    this.entries = next.entries;
+    this.clientsRequired = next.clientsRequired;
   }
 
   get size(): number {

@@ -7,6 +7,7 @@ import type { HttpTelemetry } from '../../contract/http-events.js';
 import type { AdminTokens } from '../admin-tokens.js';
 import type { HttpTimeouts } from '../config.js';
 import type { LockService } from '../core/lock-service.js';
+import type { AuditTrailDeps } from './audit-retention-routes.js';
 import type { RecentActivity } from './summary.js';
 
 export interface HttpServerDeps {
@@ -24,6 +25,8 @@ export interface HttpServerDeps {
   shutdownSignal: AbortSignal;
   /** Renders `/metrics` (the exporter owns the format). */
   renderMetrics: (accept: string | undefined) => Promise<{ contentType: string; body: string }>;
+  /** Audit export and prune (A4x, A4p); the service's store when absent. */
+  auditTrail?: AuditTrailDeps;
   /** Request, header and idle timeouts; lock/config.ts's defaults when absent. */
   timeouts?: HttpTimeouts;
 }
