@@ -30,6 +30,12 @@ export interface EventFields {
   /** Issue 20: the server counts its store down (L1, L3, L4, L6 answered 503 at once) or up again. */
   store_down: { cause: string };
   store_up: { downMillis: number };
+  /** Issue 25: A4p pruned the audit trail (its own audit entry is `auditId`). */
+  audit_pruned: { actor: string; reason: string; before: number; pruned: number; checkpointId: string; auditId: string; auditHeadHash: string };
+  /** Issue 25: the tokens file or the audit key file was re-read and is in force. */
+  credentials_reloaded: { credential: 'tokens' | 'audit_key'; file: string; cause: 'change' | 'sighup'; entries: number };
+  /** Issue 25: a changed tokens or audit key file was refused; the last good one stays in force. */
+  credentials_reload_refused: { credential: 'tokens' | 'audit_key'; file: string; cause: 'change' | 'sighup'; message: string };
 }
 
 export type EventName = keyof EventFields;
@@ -52,6 +58,9 @@ export const EVENT_LEVELS: Record<EventName, 'info' | 'warn' | 'error' | 'debug'
   sweep_failed: 'error',
   store_down: 'error',
   store_up: 'info',
+  audit_pruned: 'warn',
+  credentials_reloaded: 'info',
+  credentials_reload_refused: 'error',
 };
 
 export type { EventContext } from '../contract/lock-events.js';

@@ -11,6 +11,7 @@
  * bytes. The server re-reads the file on change and on SIGHUP (server/credential-reload.ts).
  */
 import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { assertPrivateFile } from '../secret-files.js';
 import { GENERATE_HINT, placeholderIn } from '../token-strength.js';
 import { createAuditKeyring, type AuditKeyring } from './chain.js';
@@ -39,10 +40,23 @@ export async function readAuditKeys(keyFile: string): Promise<Buffer[]> {
   return keys;
 }
 
-/** The key ring the store seals with and verify checks with; unkeyed without a file. */
+/** One key ring per key file in this process (see loadAuditSealer). */
+const keyrings = new Map<string, AuditKeyring>();
+
+/**
+ * The key ring the store seals with and verify checks with; unkeyed without a file. Every load of
+ * one file in this process answers the same ring, re-read: the store (opened by lock/store/open-store.ts
+ * or a test) and the server's verify share it, so a reload rotates the key for both at once. A file
+ * that fails the checks throws and leaves the ring as it was (the last good keys stay in force).
+ */
 export async function loadAuditSealer(keyFile: string | undefined): Promise<AuditKeyring> {
   if (!keyFile) return createAuditKeyring();
-  return createAuditKeyring(await readAuditKeys(keyFile));
+  const keys = await readAuditKeys(keyFile);
+  const id = path.resolve(keyFile);
+  const ring = keyrings.get(id) ?? createAuditKeyring(keys);
+  ring.replaceKeys(keys);
+  keyrings.set(id, ring);
+  return ring;
 }
 
 /** Printable ASCII and line breaks only: a file of hex or base64 keys, one a line. */
