@@ -118,7 +118,7 @@ export function createAuditKeyring(initial: readonly Buffer[] = []): AuditKeyrin
       if (entry.keyId !== undefined) {
         const key = keys.get(entry.keyId);
         if (!key) return `it was sealed with audit key ${entry.keyId}, which this server's key file does not hold (keep previous keys in the file after a rotation)`;
-        return auditHash(prevHash, entry, key) === entry.hash ? null : 'hash does not match the entry content';
+        return auditHash(prevHash, entry, key) === entry.hash ? null : `hash does not match the entry content (as sealed with audit key ${entry.keyId})`;
       }
       // Sealed before entries named their key: with the current key or one kept after it, or without one.
       if (keys.size === 0) return auditHash(prevHash, entry) === entry.hash ? null : 'hash does not match the entry content';
