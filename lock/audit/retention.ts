@@ -7,12 +7,12 @@
  *   {…AuditEntry…}                         every kept entry, oldest first, with prevHash, hash, keyId
  *   {"head":{…AuditHead…}}                 the recorded head the export stops at, with its seal
  * The head is read first and the walk stops at it, as verify does. `verifyAuditExport` re-verifies
- * such a file: the links from the checkpoint on (plain SHA-256 links without a key; with the key ring
- * the entries' HMACs and the head's seal too).
+ * such a file: the links from the checkpoint on (an unkeyed trail's SHA-256 hashes too; a keyed
+ * trail's HMACs and head seal only with the key ring).
  */
 import type { AuditEntry } from '../../contract/records.js';
 import type { AuditDraft, AuditHead, LockStore, PruneAuditResult } from '../store/spi.js';
-import { verifyAuditChain, type AuditSealer, type ChainVerification } from './chain.js';
+import { createAuditSealer, verifyAuditChain, type AuditSealer, type ChainVerification } from './chain.js';
 
 export type AuditExportLine = { checkpoint: { id: string; hash: string } } | AuditEntry | { head: AuditHead };
 
@@ -45,8 +45,28 @@ export async function verifyAuditExport(lines: readonly AuditExportLine[], seale
     return { ok: false, entries: 0, brokenAt: first.checkpoint.id, problem: 'the checkpoint line does not match the head it ends with' };
   }
   const entries = lines.slice(1, -1) as AuditEntry[];
-  return verifyAuditChain(entries, { head, ...(sealer ? { sealer } : {}) });
+  const keyed = entries.some((entry) => entry.keyId !== undefined) || head.keyId !== undefined;
+  return verifyAuditChain(entries, { head, sealer: sealer ?? (keyed ? linksOnly : createAuditSealer()) });
 }
+
+/**
+ * Without the key, an outsider can still prove a keyed export is one unbroken chain — each entry's
+ * prevHash is the hash before it, from the checkpoint to the head, nothing missing — but not that
+ * the hashes are the key's (anyone can write a linked chain): the CLI says which was checked.
+ */
+const linksOnly: AuditSealer = {
+  keyed: false,
+  keyId: undefined,
+  hash: (_prevHash, entry) => (entry as AuditEntry).hash,
+  seal: () => {
+    throw new Error('a links-only check seals nothing');
+  },
+  check: () => null,
+  sealHead: () => {
+    throw new Error('a links-only check seals nothing');
+  },
+  checkHead: () => null,
+};
 
 export interface PruneRequest {
   /** Entries whose `at` (store clock, epoch milliseconds) is before this are pruned. */
