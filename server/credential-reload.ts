@@ -47,7 +47,7 @@ export interface CredentialReloader {
 export function watchCredentialFiles(
   files: readonly CredentialFile[],
   events: CredentialReloadEvents,
-  options: { pollMillis?: number; sighup?: boolean } = {},
+  options: { pollMillis?: number; sighup?: boolean; /** false: the poll alone (tests of the fallback). */ watch?: boolean } = {},
 ): CredentialReloader {
   const watchers: FSWatcher[] = [];
   const timers: NodeJS.Timeout[] = [];
@@ -65,20 +65,18 @@ export function watchCredentialFiles(
       } catch (error) {
         seen = `unreadable: ${(error as Error).message}`;
       }
-      if (cause === 'start') {
-        lastSeen = seen;
-        return;
-      }
       if (cause === 'change' && seen === lastSeen) return;
       lastSeen = seen;
       try {
         const entries = await credential.reload();
-        events.reloaded({ credential: credential.credential, file: credential.file, cause, entries });
+        // At start the file is put in force again, silently: a change made between the server's own
+        // read and this one would otherwise wait for the next change.
+        if (cause !== 'start') events.reloaded({ credential: credential.credential, file: credential.file, cause, entries });
       } catch (error) {
         events.refused({
           credential: credential.credential,
           file: credential.file,
-          cause,
+          cause: cause === 'start' ? 'change' : cause,
           message: `${(error as Error).message}; keeping the last good ${credential.credential === 'tokens' ? 'tokens' : 'audit key'}`,
         });
       }
@@ -100,6 +98,7 @@ export function watchCredentialFiles(
     void state.enqueue('start');
     const name = path.basename(state.credential.file);
     try {
+      if (options.watch === false) throw new Error('watching is off');
       const watcher = watch(path.dirname(state.credential.file), { persistent: false }, (_event, changedName) => {
         // Some platforms do not name the file; a secret volume swaps its `..data` link: check either way.
         if (!changedName || changedName === name || changedName.startsWith('..')) state.changed();
