@@ -23,6 +23,9 @@
  * - forceRevoke and killSession append the audit entry in the same transaction as
  *   the change: no audit, no change. The store seals entries with the AuditSealer it
  *   was built with, and keeps the chain head (last id and hash) beside the chain.
+ * - Issue 25: every write that moves the audit head seals it (with the prune checkpoint) with the
+ *   sealer's current key in the same transaction; pruneAudit deletes only the oldest run, moves
+ *   the checkpoint and appends its own entry in one transaction (conformance: audit-retention-suite.ts).
  * - A backend that cannot take writes (or cannot be reached in time) throws NotLeaderError.
  *
  * Waiting for a release is an optional capability of a store (`releaseWaiter`, or

@@ -9,9 +9,9 @@ import { GENESIS_HASH, type AuditSealer, type UnsealedAuditEntry } from '../../a
 import type { AuditEntry, Page } from '../../../contract/records.js';
 import type { AuditDraft, AuditHead, AuditQuery } from '../spi.js';
 import { decodeCursor, encodeCursor } from './cursors.js';
-import { range } from './etcd-client.js';
+import { range, readTxn } from './etcd-client.js';
 import type { KeyLayout } from './keys.js';
-import { modRevisionIs, putOp } from './ops.js';
+import { getOp, modRevisionIs, putOp, rangeResult } from './ops.js';
 
 export interface StoredAuditHead {
   seq: number;
@@ -26,12 +26,10 @@ export interface StoredAuditHead {
   modRevision: string;
 }
 
-/** The head key's value (fields after `hash` absent when written by a release before head seals). */
+/** The head key's value (keyId and seal absent when written by a release before head seals). */
 interface HeadValue {
   seq: number;
   hash: string;
-  checkpointSeq?: number;
-  checkpointHash?: string;
   keyId?: string;
   seal?: string;
 }
@@ -44,19 +42,22 @@ export interface PlannedAppend {
 
 const CHAIN_PAGE = 500;
 
+/** The head and the checkpoint, read at one revision. */
 export async function readAuditHead(client: Etcd3, keys: KeyLayout): Promise<StoredAuditHead> {
-  const response = await range(client, { key: keys.auditHead });
-  const kv = response.kvs[0];
-  if (!kv) return { seq: 0, hash: GENESIS_HASH, checkpointSeq: 0, checkpointHash: GENESIS_HASH, seal: null, modRevision: '0' };
-  const stored = JSON.parse(kv.value.toString('utf8')) as HeadValue;
+  const response = await readTxn(client, { compare: [], success: [getOp(keys.auditHead), getOp(keys.auditCheckpoint)], failure: [] });
+  const headKv = rangeResult(response, 0);
+  const checkpointKv = rangeResult(response, 1);
+  const checkpoint = checkpointKv ? (JSON.parse(checkpointKv.value.toString('utf8')) as { seq: number; hash: string }) : { seq: 0, hash: GENESIS_HASH };
+  if (!headKv) return { seq: 0, hash: GENESIS_HASH, checkpointSeq: checkpoint.seq, checkpointHash: checkpoint.hash, seal: null, modRevision: '0' };
+  const stored = JSON.parse(headKv.value.toString('utf8')) as HeadValue;
   return {
     seq: stored.seq,
     hash: stored.hash,
-    checkpointSeq: stored.checkpointSeq ?? 0,
-    checkpointHash: stored.checkpointHash ?? GENESIS_HASH,
+    checkpointSeq: checkpoint.seq,
+    checkpointHash: checkpoint.hash,
     ...(stored.keyId !== undefined ? { keyId: stored.keyId } : {}),
     seal: stored.seal ?? null,
-    modRevision: String(kv.mod_revision),
+    modRevision: String(headKv.mod_revision),
   };
 }
 
@@ -97,14 +98,13 @@ export function planAuditAppend(
     outcome: fields.outcome,
     requestId: draft.requestId,
   });
-  const checkpoint = { checkpointSeq: head.checkpointSeq, checkpointHash: head.checkpointHash };
   const sealed = sealer.sealHead({
     lastId: entry.id,
     lastHash: entry.hash,
     checkpointId: String(head.checkpointSeq),
     checkpointHash: head.checkpointHash,
   });
-  const value: HeadValue = { seq, hash: entry.hash, ...checkpoint, ...sealed };
+  const value: HeadValue = { seq, hash: entry.hash, ...sealed };
   return {
     entry,
     compare: modRevisionIs(keys.auditHead, head.modRevision),
@@ -125,9 +125,12 @@ export async function lastPrunable(client: Etcd3, keys: KeyLayout, head: StoredA
   return last;
 }
 
-/** Deletes every entry up to and including `seq` (one range delete). */
-export function pruneOp(keys: KeyLayout, seq: number): IRequestOp {
-  return { request_delete_range: { key: keys.auditPrefix, range_end: keys.auditEntry(seq + 1) } };
+/** Deletes every entry up to and including `seq` (one range delete) and records it as the checkpoint. */
+export function pruneOps(keys: KeyLayout, checkpoint: { seq: number; hash: string }): IRequestOp[] {
+  return [
+    { request_delete_range: { key: keys.auditPrefix, range_end: keys.auditEntry(checkpoint.seq + 1) } },
+    putOp(keys.auditCheckpoint, Buffer.from(JSON.stringify(checkpoint))),
+  ];
 }
 
 /**

@@ -39,7 +39,7 @@ export class EtcdAudit {
       const moved = last ? { ...head, checkpointSeq: Number(last.id), checkpointHash: last.hash } : head;
       const pruned = last ? Number(last.id) - head.checkpointSeq : 0;
       const append = this.plan(moved, req.audit, { action: 'audit.prune', target: 'audit', outcome: pruned > 0 ? 'PRUNED' : 'NOTHING_PRUNED' });
-      const ops = last ? [audit.pruneOp(this.ctx.keys, moved.checkpointSeq), ...append.ops] : append.ops;
+      const ops = last ? [...audit.pruneOps(this.ctx.keys, { seq: moved.checkpointSeq, hash: moved.checkpointHash }), ...append.ops] : append.ops;
       if (!(await this.commit([append.compare], ops, append.entry))) continue;
       return { pruned, checkpoint: { id: String(moved.checkpointSeq), hash: moved.checkpointHash }, audit: append.entry };
     }
