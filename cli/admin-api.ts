@@ -24,6 +24,12 @@ export interface KillResult {
   auditId: string;
 }
 
+export interface PruneResult {
+  pruned: number;
+  checkpoint: { id: string; hash: string };
+  auditId: string;
+}
+
 export interface WhoAmI {
   name: string;
   role: string;
@@ -121,7 +127,36 @@ export class AdminApi {
     return items;
   }
 
+  /** A4x: the audit export's JSON lines, as the server streams them. */
+  async exportAudit(): Promise<ReadableStream<Uint8Array>> {
+    const response = await this.send('GET', '/v1/admin/audit/export');
+    if (!response.ok) await this.refused(response);
+    return response.body ?? new Blob([]).stream();
+  }
+  /** A4p (operator): prunes entries older than `before` (epoch milliseconds) behind a sealed checkpoint. */
+  pruneAudit(before: number, reason: string) {
+    return this.call<PruneResult>('POST', '/v1/admin/audit/prune', { before, reason });
+  }
+
   private async call<T>(method: string, route: string, body?: unknown, as: 'json' | 'text' = 'json'): Promise<T> {
+    const response = await this.send(method, route, body);
+    if (!response.ok) await this.refused(response);
+    const text = await response.text();
+    if (as === 'text') return text as T;
+    const parsed = parseJson<T>(text);
+    if (parsed === undefined && text !== '') {
+      throw new CliError('NOT_HOLDFAST', `${joinUrl(this.baseUrl, route)} did not answer JSON: is HOLDFAST_URL a Holdfast server?`);
+    }
+    return parsed as T;
+  }
+
+  private async refused(response: Response): Promise<never> {
+    const text = await response.text();
+    const error = parseJson<{ error?: { code: string; message: string } }>(text)?.error;
+    throw new ApiError(response.status, error?.code ?? 'UNKNOWN', error?.message ?? text);
+  }
+
+  private async send(method: string, route: string, body?: unknown): Promise<Response> {
     let response: Response;
     try {
       response = await fetch(joinUrl(this.baseUrl, route), {
@@ -139,17 +174,7 @@ export class AdminApi {
       );
     }
     this.lastBackend = response.headers.get('holdfast-backend') ?? this.lastBackend;
-    const text = await response.text();
-    if (!response.ok) {
-      const error = parseJson<{ error?: { code: string; message: string } }>(text)?.error;
-      throw new ApiError(response.status, error?.code ?? 'UNKNOWN', error?.message ?? text);
-    }
-    if (as === 'text') return text as T;
-    const parsed = parseJson<T>(text);
-    if (parsed === undefined && text !== '') {
-      throw new CliError('NOT_HOLDFAST', `${joinUrl(this.baseUrl, route)} did not answer JSON: is HOLDFAST_URL a Holdfast server?`);
-    }
-    return parsed as T;
+    return response;
   }
 }
 

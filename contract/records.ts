@@ -146,7 +146,7 @@ export const LockOutcomeSchema = Type.Object(
 /** Force-revoke's result only; never on an acquire path. */
 export type LockOutcome = Static<typeof LockOutcomeSchema>;
 
-export const AUDIT_ACTIONS = ['lock.revoke', 'session.kill'] as const;
+export const AUDIT_ACTIONS = ['lock.revoke', 'session.kill', 'audit.prune'] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 export const AuditEntrySchema = Type.Object(
@@ -155,13 +155,18 @@ export const AuditEntrySchema = Type.Object(
     at: epochMillis('store clock'),
     actor: Type.String({ description: 'the name of the admin token' }),
     action: StringEnum(AUDIT_ACTIONS),
-    target: Type.String({ description: 'The lock key for lock.revoke, the session id for session.kill.' }),
+    target: Type.String({ description: 'The lock key for lock.revoke, the session id for session.kill, `audit` for audit.prune.' }),
     fencingToken: Type.Optional(FencingTokenSchema),
     reason: Type.String(),
-    outcome: Type.String({ description: 'REVOKED / NOT_HELD / TOKEN_MISMATCH for revokes; KILLED / NOT_FOUND for kills.' }),
+    outcome: Type.String({
+      description: 'REVOKED / NOT_HELD / TOKEN_MISMATCH for revokes; KILLED / NOT_FOUND for kills; PRUNED / NOTHING_PRUNED for prunes.',
+    }),
     requestId: Type.String(),
     prevHash: Type.String(),
     hash: Type.String(),
+    keyId: Type.Optional(
+      Type.String({ description: 'v3: the fingerprint of the audit key that sealed this entry; absent when the trail has no audit key.' }),
+    ),
   },
   { additionalProperties: false, description: 'An append-only, hash-chained audit entry (C2).' },
 );

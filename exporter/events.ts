@@ -34,6 +34,12 @@ export interface EventFields {
   policies_loaded: { file: string; policies: number };
   /** Issue 26: an edit of HOLDFAST_POLICIES_FILE was refused (`message` names the line); the last good policies stay. */
   policies_rejected: { file: string; message: string };
+  /** Issue 25: A4p pruned the audit trail (its own audit entry is `auditId`). */
+  audit_pruned: { actor: string; reason: string; before: number; pruned: number; checkpointId: string; auditId: string; auditHeadHash: string };
+  /** Issue 25: the tokens file or the audit key file was re-read and is in force. */
+  credentials_reloaded: { credential: 'tokens' | 'audit_key'; file: string; cause: 'change' | 'sighup'; entries: number };
+  /** Issue 25: a changed tokens or audit key file was refused; the last good one stays in force. */
+  credentials_reload_refused: { credential: 'tokens' | 'audit_key'; file: string; cause: 'change' | 'sighup'; message: string };
 }
 
 export type EventName = keyof EventFields;
@@ -58,6 +64,9 @@ export const EVENT_LEVELS: Record<EventName, 'info' | 'warn' | 'error' | 'debug'
   store_up: 'info',
   policies_loaded: 'info',
   policies_rejected: 'error',
+  audit_pruned: 'warn',
+  credentials_reloaded: 'info',
+  credentials_reload_refused: 'error',
 };
 
 export type { EventContext } from '../contract/lock-events.js';

@@ -12,6 +12,8 @@
  * Issue 26: `prefixes` scopes a token to the keys under them (contract/policies.ts `keyInScope`);
  * lock/http enforces it per route, the core on acquires of sessions the token opened. Each prefix
  * follows the lock-key rule (contract/wire-rules.ts) and is kept NFC, the form keys are stored in.
+ * Issue 25: the file is re-read on change and on SIGHUP (server/credential-reload.ts); a file that
+ * fails these checks then keeps the last good entries in force.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -50,10 +52,11 @@ const tokenFileSchema = z
   .min(1);
 
 export class AdminTokens {
-  private readonly entries: { identity: AdminIdentity; digest: Buffer }[];
+  // Not readonly: replaceWith swaps them when the file is re-read (issue 25).
+  private entries: { identity: AdminIdentity; digest: Buffer }[];
 
   /** True when the file holds `client` entries: L1 and L7 then need a bearer token. */
-  readonly clientsRequired: boolean;
+  clientsRequired: boolean;
 
   constructor(tokens: TokenEntry[]) {
     this.entries = tokens.map((t) => ({
@@ -61,6 +64,16 @@ export class AdminTokens {
       digest: digest(t.token),
     }));
     this.clientsRequired = tokens.some((t) => t.role === 'client');
+  }
+
+  /**
+   * Issue 25: takes the entries of a re-read tokens file, in one synchronous step, so a request is
+   * checked against the old file or the new one, never a mix; a removed token is refused from the
+   * next request on. The server's reload (server/credential-reload.ts) calls it.
+   */
+  replaceWith(next: AdminTokens): void {
+    this.entries = next.entries;
+    this.clientsRequired = next.clientsRequired;
   }
 
   get size(): number {

@@ -9,6 +9,7 @@ import { setMaxListeners } from 'node:events';
 import type { DestinationStream } from 'pino';
 import { AdminTokens } from '../lock/admin-tokens.js';
 import { loadAuditSealer } from '../lock/audit/audit-key.js';
+import { AuditWitness, witnessedStore } from '../lock/audit/witness.js';
 import { httpTimeoutsOf, type ServerConfig } from '../lock/config.js';
 import type { Clock } from '../lock/core/clock.js';
 import { ActivityWindow } from '../lock/core/activity-window.js';
@@ -29,6 +30,7 @@ import { createServerMetrics, type ServerMetrics } from '../exporter/server-metr
 import { policySeries, refreshStoreGauges } from '../exporter/store-gauges.js';
 import type { PolicyBook, PolicyReload } from '../lock/policy-book.js';
 import { faultClockFromEnv } from './fault-clock.js';
+import { watchCredentialFiles, type CredentialFile } from './credential-reload.js';
 import { startSweeper } from './sweeper.js';
 
 export interface StartOptions {
@@ -49,6 +51,8 @@ export interface RunningServer {
   events: EventLog;
   /** Where the embedded default's operator token was written, if it was. */
   localTokenFile?: string;
+  /** Re-reads the tokens file and the audit key now, as SIGHUP does (server/credential-reload.ts). */
+  reloadCredentials(): Promise<void>;
   /**
    * Drain (/readyz and new L4s 503, waits end) for HOLDFAST_DRAIN_DELAY_MS, then stop accepting,
    * finish in-flight requests, close the store.
@@ -78,7 +82,9 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
   const rawStore = options.store ?? (await openStore(config));
   const metrics = createServerMetrics(rawStore.backend);
   const events = createEventLog(rawStore.backend, options.logDestination ? { destination: options.logDestination } : {});
-  const store = instrumentStore(rawStore, metrics);
+  // The witness remembers the newest audit entry this process saw committed: verify then names
+  // entries deleted behind a rewound head even when the head was re-sealed (lock/audit/witness.ts).
+  const store = witnessedStore(instrumentStore(rawStore, metrics), new AuditWitness(), auditSealer);
   reportReload = (reload) => logPolicyReload(events, reload);
 
   // A test's clock, else the fault seam's (only when its env var is set: history runs), else the system's.
@@ -138,8 +144,44 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
     shutdownSignal: shutdown.signal,
     renderMetrics: (accept) => renderMetrics(metrics.registry, accept),
     timeouts: httpTimeoutsOf(config),
+    auditTrail: {
+      store: service.store,
+      pruned: (result, request, ctx) =>
+        events.emit('audit_pruned', ctx, {
+          ...request,
+          pruned: result.pruned,
+          checkpointId: result.checkpoint.id,
+          auditId: result.audit.id,
+          auditHeadHash: result.audit.hash,
+        }),
+    },
   });
   if (identityKey) registerLocalIdentityRoute(app, identityKey);
+
+  // Live credentials: the tokens file and the audit key are re-read on change and on SIGHUP.
+  const credentialFiles: CredentialFile[] = [];
+  if (tokensFile) {
+    const file = tokensFile;
+    credentialFiles.push({
+      credential: 'tokens',
+      file,
+      reload: async () => {
+        const next = await AdminTokens.fromFile(file);
+        tokens.replaceWith(next);
+        return next.size;
+      },
+    });
+  }
+  const auditKeyFile = config.HOLDFAST_AUDIT_KEY_FILE;
+  if (auditKeyFile) {
+    // The same key ring the store seals with (one per key file in the process): re-reading it rotates both.
+    credentialFiles.push({ credential: 'audit_key', file: auditKeyFile, reload: async () => (await loadAuditSealer(auditKeyFile)).keyIds.length });
+  }
+  const reloadContext = { requestId: 'credential-reload' };
+  const credentials = watchCredentialFiles(credentialFiles, {
+    reloaded: (fields) => events.emit('credentials_reloaded', reloadContext, fields),
+    refused: (fields) => events.emit('credentials_reload_refused', reloadContext, fields),
+  });
 
   const sweeper = startSweeper(service, events, config.HOLDFAST_SWEEP_INTERVAL_MS);
   await app.listen({ port: config.HOLDFAST_PORT, host: config.HOLDFAST_HOST });
@@ -156,6 +198,7 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
     metrics,
     events,
     ...(localTokenFile ? { localTokenFile } : {}),
+    reloadCredentials: () => credentials.reloadAll('sighup'),
     stop() {
       stopping ??= (async () => {
         // Waiting acquires answer 503 NOT_LEADER at once so their callers retry elsewhere; the
@@ -163,6 +206,7 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
         shutdown.abort(new DrainingError('server is draining; retry on another instance'));
         if (config.HOLDFAST_DRAIN_DELAY_MS > 0) await new Promise((resolve) => setTimeout(resolve, config.HOLDFAST_DRAIN_DELAY_MS));
         await app.close();
+        credentials.stop();
         storeGauges.stop();
         policies.close();
         await sweeper.stop();

@@ -48,6 +48,7 @@ const GATED: ReadonlySet<StoreMethod> = new Set<StoreMethod>([
   'listLocks',
   'forceRevoke',
   'listAudit',
+  'pruneAudit',
   'readAuditHead',
   'summary',
   'heartbeatInstance',

@@ -8,6 +8,7 @@ import type { LockPolicy } from '../../contract/policies.js';
 import type { AdminTokens } from '../admin-tokens.js';
 import type { HttpTimeouts } from '../config.js';
 import type { LockService } from '../core/lock-service.js';
+import type { AuditTrailDeps } from './audit-retention-routes.js';
 import type { RecentActivity } from './summary.js';
 
 /** The token name a live session was opened with (null: no live session of that id). */
@@ -31,6 +32,8 @@ export interface HttpServerDeps {
   shutdownSignal: AbortSignal;
   /** Renders `/metrics` (the exporter owns the format). */
   renderMetrics: (accept: string | undefined) => Promise<{ contentType: string; body: string }>;
+  /** Audit export and prune (A4x, A4p); the service's store when absent. */
+  auditTrail?: AuditTrailDeps;
   /** Request, header and idle timeouts; lock/config.ts's defaults when absent. */
   timeouts?: HttpTimeouts;
 }

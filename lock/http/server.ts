@@ -14,6 +14,7 @@ import Fastify from 'fastify';
 import { HTTP_TIMEOUT_DEFAULTS, type HttpTimeouts } from '../config.js';
 import { ValidationFailedError } from '../errors.js';
 import { registerAdminRoutes } from './admin-routes.js';
+import { registerAuditRetentionRoutes } from './audit-retention-routes.js';
 import { registerAuth } from './auth.js';
 import { BODY_LIMIT_BYTES, registerBodyParsers } from './body-parsers.js';
 import type { HttpServerDeps } from './deps.js';
@@ -86,6 +87,7 @@ export function buildHttpServer(deps: HttpServerDeps): HttpApp {
   registerSessionRoutes(app, service);
   registerLockRoutes(app, deps);
   registerAdminRoutes(app, { service, activity: deps.activity, openerOf: deps.openerOf, prefixesOf: (name) => deps.tokens.prefixesOf(name) });
+  registerAuditRetentionRoutes(app, service, deps.auditTrail);
   registerInsightRoutes(app, service);
   registerPolicyRoutes(app, deps.policies ?? (() => []));
   registerOpsRoutes(app, deps);

@@ -138,11 +138,35 @@ export interface KillSessionResult {
   audit: AuditEntry;
 }
 
-/** The recorded head of the audit chain: verification compares the chain with it. */
+/**
+ * The recorded head of the audit chain: verification compares the chain with it. Issue 25: it
+ * carries the prune checkpoint and is sealed with the audit key (lock/audit/chain.ts `sealHead`)
+ * by every write that moves it, in the transaction of that write.
+ */
 export interface AuditHead {
   /** Id of the newest entry ("0" when the chain is empty). */
   lastId: string;
   lastHash: string;
+  /** The last pruned entry: "0" and the genesis hash while nothing was pruned. */
+  checkpointId: string;
+  checkpointHash: string;
+  /** The audit key that sealed the head; absent when the trail has no audit key. */
+  keyId?: string;
+  /** null while unsealed (a trail never written, or a head written by a release before head seals). */
+  seal: string | null;
+  /**
+   * Set by the witness around the store (lock/audit/witness.ts), never by a store: the newest entry
+   * this process saw committed before the head was read.
+   */
+  witnessed?: { id: string; hash: string };
+}
+
+/** What a prune did: entries older than `before` deleted up to the new checkpoint, and its own audit entry. */
+export interface PruneAuditResult {
+  /** How many entries were deleted (0 when none were older than `before`). */
+  pruned: number;
+  checkpoint: { id: string; hash: string };
+  audit: AuditEntry;
 }
 
 /** Held locks of one policy (the `policy` label): keys under no policy count under NO_POLICY (""). */

@@ -23,6 +23,9 @@
  * - forceRevoke and killSession append the audit entry in the same transaction as
  *   the change: no audit, no change. The store seals entries with the AuditSealer it
  *   was built with, and keeps the chain head (last id and hash) beside the chain.
+ * - Issue 25: every write that moves the audit head seals it (with the prune checkpoint) with the
+ *   sealer's current key in the same transaction; pruneAudit deletes only the oldest run, moves
+ *   the checkpoint and appends its own entry in one transaction (conformance: audit-retention-suite.ts).
  * - A backend that cannot take writes (or cannot be reached in time) throws NotLeaderError.
  *
  * Waiting for a release is an optional capability of a store (`releaseWaiter`, or
@@ -54,6 +57,7 @@
 import type { AuditEntry, BackendName, FencingToken, Page, SessionInfo } from '../../contract/records.js';
 import type {
   AcquireAttempt,
+  PruneAuditResult,
   AuditDraft,
   AuditHead,
   AuditQuery,
@@ -131,6 +135,12 @@ export interface LockStore {
   /** Every audit entry in chain order, for verification. */
   readAuditChain(): AsyncIterable<AuditEntry>;
   readAuditHead(): Promise<AuditHead>;
+  /**
+   * Retention (issue 25): deletes the oldest entries — the longest run from the checkpoint whose
+   * `at` is before `before` (store clock) — records the last deleted one as the checkpoint in the
+   * sealed head, and appends its own `audit.prune` entry, all in one transaction.
+   */
+  pruneAudit(req: { before: number; audit: AuditDraft }): Promise<PruneAuditResult>;
 
   summary(query?: SummaryQuery): Promise<StoreSummary>;
 

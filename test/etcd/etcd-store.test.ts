@@ -259,7 +259,7 @@ describe('etcd store: session capability', () => {
 describe('etcd store: audit and operator actions', () => {
   it('force-revoke and kill append hash-chained audit entries in the same txn as the change, stamped by the store, with the head recorded', async () => {
     const s = await store('shared', undefined, { clock: () => 1_700_000_000_000 });
-    expect(await s.readAuditHead()).toEqual({ lastId: '0', lastHash: '0'.repeat(64) });
+    expect(await s.readAuditHead()).toEqual({ lastId: '0', lastHash: '0'.repeat(64), checkpointId: '0', checkpointHash: '0'.repeat(64), seal: null });
     const a = await openSession(s);
     const held = await grant(s, 'stuck', a.credential);
 
@@ -288,7 +288,7 @@ describe('etcd store: audit and operator actions', () => {
     for await (const entry of s.readAuditChain()) chain.push(entry);
     expect(chain.map((entry) => entry.outcome)).toEqual(['TOKEN_MISMATCH', 'REVOKED', 'NOT_HELD', 'KILLED', 'NOT_FOUND']);
     expect(await verifyAuditChain(chain)).toMatchObject({ ok: true, entries: 5 });
-    expect(await s.readAuditHead()).toEqual({ lastId: '5', lastHash: chain[4]!.hash });
+    expect(await s.readAuditHead()).toMatchObject({ lastId: '5', lastHash: chain[4]!.hash, checkpointId: '0', seal: expect.stringMatching(/^[0-9a-f]{64}$/) });
 
     const newest = await s.listAudit({ limit: 2 });
     expect(newest.items.map((entry) => entry.outcome)).toEqual(['NOT_FOUND', 'KILLED']);
@@ -319,7 +319,7 @@ describe('etcd store: audit and operator actions', () => {
     for await (const entry of one.readAuditChain()) chain.push(entry);
     expect(chain.map((entry) => entry.id)).toEqual(Array.from({ length: 12 }, (_, i) => String(i + 1)));
     expect((await verifyAuditChain(chain)).ok).toBe(true);
-    expect(await two.readAuditHead()).toEqual({ lastId: '12', lastHash: chain[11]!.hash });
+    expect(await two.readAuditHead()).toMatchObject({ lastId: '12', lastHash: chain[11]!.hash, checkpointId: '0', seal: expect.stringMatching(/^[0-9a-f]{64}$/) });
   });
 });
 

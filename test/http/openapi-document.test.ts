@@ -156,6 +156,8 @@ describe('a real server against the document', () => {
     await expectStatus('killSession', operator.kill(waiter, { reason: 'tour' }), 200);
     await expectStatus('listAudit', viewer.audit('?limit=5'), 200);
     await expectStatus('verifyAudit', viewer.verify(), 200);
+    await expectStatus('exportAudit', viewer.exportAudit(), 200);
+    await expectStatus('pruneAudit', operator.pruneAudit({ before: 0, reason: 'tour' }), 200);
     await expectStatus('closeSession', api.closeSession(holder.sessionId), 204);
     await expectStatus('metrics', api.call('GET', '/metrics'), 200);
     await expectStatus('metrics', api.call('GET', '/metrics', undefined, { accept: 'application/openmetrics-text; version=1.0.0' }), 200);

@@ -34,7 +34,8 @@ export function httpClient(baseUrl: string, options: { clientToken?: string } = 
     const contentType = response.headers.get('content-type');
     openApiChecker().assert({ method, path, status: response.status, contentType, text });
     // JSON answers parsed; any other (the /metrics text) kept as text.
-    const parsed = text === '' ? undefined : /json/.test(contentType ?? '') ? JSON.parse(text) : text;
+    // (An audit export, application/x-ndjson, is kept as text: one JSON object a line.)
+    const parsed = text === '' ? undefined : /[/+]json/.test(contentType ?? '') ? JSON.parse(text) : text;
     return { status: response.status, body: parsed as T, headers: response.headers };
   }
   const key = (k: string) => encodeURIComponent(k);
@@ -67,6 +68,9 @@ export function httpClient(baseUrl: string, options: { clientToken?: string } = 
         kill: (sessionId: string, body: unknown) => call('POST', `/v1/admin/sessions/${sessionId}/kill`, body, auth),
         audit: (query = '') => call('GET', `/v1/admin/audit${query}`, undefined, auth),
         verify: () => call('GET', '/v1/admin/audit/verify', undefined, auth),
+        /** A4x: the export's text (JSON lines). */
+        exportAudit: () => call<string>('GET', '/v1/admin/audit/export', undefined, auth),
+        pruneAudit: (body: unknown) => call('POST', '/v1/admin/audit/prune', body, auth),
         summary: () => call('GET', '/v1/admin/summary', undefined, auth),
       };
     },

@@ -1,4 +1,4 @@
-/** A1–A6: the viewer and operator routes (lists, force-revoke, audit, summary, kill), plus whoami and audit verify. */
+/** A1–A6: the viewer and operator routes (lists, force-revoke, audit, summary, kill), plus whoami, audit verify, export and prune. */
 import { Type } from 'typebox';
 import { AUDIT_ACTIONS, PageSchema, SessionIdSchema, StringEnum } from '../../../contract/records.js';
 import { KEY_BYTES, REASON_CHARS } from '../../../contract/wire-rules.js';
@@ -12,6 +12,15 @@ const reason = text(REASON_CHARS.max, REASON_CHARS.min);
 export const revokeBody = strictObject({ reason, expectedFencingToken: Type.Optional(token) });
 
 export const killBody = strictObject({ reason });
+
+export const pruneAuditBody = strictObject({
+  before: Type.Integer({
+    minimum: 0,
+    maximum: Number.MAX_SAFE_INTEGER,
+    description: 'epoch milliseconds (store clock): the oldest run of entries whose `at` is before this is pruned',
+  }),
+  reason,
+});
 
 export const listLocksQuery = strictObject({
   prefix: Type.Optional(text(KEY_BYTES.max)),
@@ -79,6 +88,38 @@ export const adminRouteSchemas = {
           }),
         ]),
         'The verdict.',
+      ),
+      ...errorResponses(...ADMIN_ERRORS),
+    },
+  },
+  exportAudit: {
+    operationId: 'exportAudit',
+    summary: 'A4x — export the audit trail as JSON lines: checkpoint, every kept entry oldest first, the sealed head (v3 extension)',
+    tags: ['admin'],
+    security: ADMIN_TOKEN,
+    response: {
+      200: {
+        description:
+          'application/x-ndjson: `{"checkpoint":{id,hash}}`, then each AuditEntry (with prevHash, hash, keyId), then `{"head":AuditHead}`; an outsider re-verifies it from the checkpoint.',
+        content: { 'application/x-ndjson': { schema: Type.String() } },
+      },
+      ...errorResponses(...ADMIN_ERRORS),
+    },
+  },
+  pruneAudit: {
+    operationId: 'pruneAudit',
+    summary: 'A4p — prune the oldest audit entries behind a sealed checkpoint (operator; audited; v3 extension)',
+    tags: ['admin'],
+    security: ADMIN_TOKEN,
+    body: pruneAuditBody,
+    response: {
+      200: json(
+        strictObject({
+          pruned: Type.Integer({ minimum: 0 }),
+          checkpoint: strictObject({ id: Type.String(), hash: Type.String() }),
+          auditId: Type.String(),
+        }),
+        'How many entries were deleted, the checkpoint now recorded (the last deleted entry), and the prune’s own audit entry.',
       ),
       ...errorResponses(...ADMIN_ERRORS),
     },

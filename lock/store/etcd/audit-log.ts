@@ -1,6 +1,6 @@
 /**
  * The audit trail in etcd: entries under {root}a/{seq} and a head key holding
- * the last seq and hash. An append is two puts plus a compare on the head's
+ * the last seq and hash, the prune checkpoint and the head's seal (lock/audit/chain.ts). An append is two puts plus a compare on the head's
  * mod revision, placed in the same txn as the change it audits, so a change
  * without its entry (or two appends claiming one seq) cannot commit.
  */
@@ -9,15 +9,29 @@ import { GENESIS_HASH, type AuditSealer, type UnsealedAuditEntry } from '../../a
 import type { AuditEntry, Page } from '../../../contract/records.js';
 import type { AuditDraft, AuditHead, AuditQuery } from '../spi.js';
 import { decodeCursor, encodeCursor } from './cursors.js';
-import { range } from './etcd-client.js';
+import { range, readTxn } from './etcd-client.js';
 import type { KeyLayout } from './keys.js';
-import { modRevisionIs, putOp } from './ops.js';
+import { getOp, modRevisionIs, putOp, rangeResult } from './ops.js';
 
 export interface StoredAuditHead {
   seq: number;
   hash: string;
+  /** The last pruned entry (0 and the genesis hash while nothing was pruned). */
+  checkpointSeq: number;
+  checkpointHash: string;
+  keyId?: string;
+  /** null until the first append by a release that seals heads. */
+  seal: string | null;
   /** '0' while the trail is empty (absent keys compare as revision 0). */
   modRevision: string;
+}
+
+/** The head key's value (keyId and seal absent when written by a release before head seals). */
+interface HeadValue {
+  seq: number;
+  hash: string;
+  keyId?: string;
+  seal?: string;
 }
 
 export interface PlannedAppend {
@@ -28,22 +42,41 @@ export interface PlannedAppend {
 
 const CHAIN_PAGE = 500;
 
+/** The head and the checkpoint, read at one revision. */
 export async function readAuditHead(client: Etcd3, keys: KeyLayout): Promise<StoredAuditHead> {
-  const response = await range(client, { key: keys.auditHead });
-  const kv = response.kvs[0];
-  if (!kv) return { seq: 0, hash: GENESIS_HASH, modRevision: '0' };
-  const stored = JSON.parse(kv.value.toString('utf8')) as { seq: number; hash: string };
-  return { seq: stored.seq, hash: stored.hash, modRevision: String(kv.mod_revision) };
+  const response = await readTxn(client, { compare: [], success: [getOp(keys.auditHead), getOp(keys.auditCheckpoint)], failure: [] });
+  const headKv = rangeResult(response, 0);
+  const checkpointKv = rangeResult(response, 1);
+  const checkpoint = checkpointKv ? (JSON.parse(checkpointKv.value.toString('utf8')) as { seq: number; hash: string }) : { seq: 0, hash: GENESIS_HASH };
+  if (!headKv) return { seq: 0, hash: GENESIS_HASH, checkpointSeq: checkpoint.seq, checkpointHash: checkpoint.hash, seal: null, modRevision: '0' };
+  const stored = JSON.parse(headKv.value.toString('utf8')) as HeadValue;
+  return {
+    seq: stored.seq,
+    hash: stored.hash,
+    checkpointSeq: checkpoint.seq,
+    checkpointHash: checkpoint.hash,
+    ...(stored.keyId !== undefined ? { keyId: stored.keyId } : {}),
+    seal: stored.seal ?? null,
+    modRevision: String(headKv.mod_revision),
+  };
 }
 
 /** The SPI's view of the head: what verification compares the chain with. */
 export function publicHead(head: StoredAuditHead): AuditHead {
-  return { lastId: String(head.seq), lastHash: head.hash };
+  return {
+    lastId: String(head.seq),
+    lastHash: head.hash,
+    checkpointId: String(head.checkpointSeq),
+    checkpointHash: head.checkpointHash,
+    ...(head.keyId !== undefined ? { keyId: head.keyId } : {}),
+    seal: head.seal,
+  };
 }
 
 /**
  * `at` is the answering server's clock (etcd has none to offer): advisory, like
- * every instant in etcd records. The chain order is the seq, not `at`.
+ * every instant in etcd records. The chain order is the seq, not `at`. The new head is sealed
+ * (with the checkpoint `head` carries: a prune passes the moved one).
  */
 export function planAuditAppend(
   keys: KeyLayout,
@@ -65,14 +98,39 @@ export function planAuditAppend(
     outcome: fields.outcome,
     requestId: draft.requestId,
   });
+  const sealed = sealer.sealHead({
+    lastId: entry.id,
+    lastHash: entry.hash,
+    checkpointId: String(head.checkpointSeq),
+    checkpointHash: head.checkpointHash,
+  });
+  const value: HeadValue = { seq, hash: entry.hash, ...sealed };
   return {
     entry,
     compare: modRevisionIs(keys.auditHead, head.modRevision),
-    ops: [
-      putOp(keys.auditEntry(seq), Buffer.from(JSON.stringify(entry))),
-      putOp(keys.auditHead, Buffer.from(JSON.stringify({ seq, hash: entry.hash }))),
-    ],
+    ops: [putOp(keys.auditEntry(seq), Buffer.from(JSON.stringify(entry))), putOp(keys.auditHead, Buffer.from(JSON.stringify(value)))],
   };
+}
+
+/**
+ * The last entry of the oldest run (after the checkpoint, up to the head) whose `at` is before
+ * `before`, or null when the oldest kept entry is not older than that.
+ */
+export async function lastPrunable(client: Etcd3, keys: KeyLayout, head: StoredAuditHead, before: number): Promise<AuditEntry | null> {
+  let last: AuditEntry | null = null;
+  for await (const entry of readAuditChain(client, keys, head.checkpointSeq + 1)) {
+    if (Number(entry.id) > head.seq || entry.at >= before) break;
+    last = entry;
+  }
+  return last;
+}
+
+/** Deletes every entry up to and including `seq` (one range delete) and records it as the checkpoint. */
+export function pruneOps(keys: KeyLayout, checkpoint: { seq: number; hash: string }): IRequestOp[] {
+  return [
+    { request_delete_range: { key: keys.auditPrefix, range_end: keys.auditEntry(checkpoint.seq + 1) } },
+    putOp(keys.auditCheckpoint, Buffer.from(JSON.stringify(checkpoint))),
+  ];
 }
 
 /**
@@ -116,8 +174,8 @@ export async function listAudit(client: Etcd3, keys: KeyLayout, query: AuditQuer
   }
 }
 
-export async function* readAuditChain(client: Etcd3, keys: KeyLayout): AsyncIterable<AuditEntry> {
-  let from = keys.auditPrefix;
+export async function* readAuditChain(client: Etcd3, keys: KeyLayout, fromSeq = 0): AsyncIterable<AuditEntry> {
+  let from = fromSeq > 0 ? keys.auditEntry(fromSeq) : keys.auditPrefix;
   const end = keys.auditEntry(Number.MAX_SAFE_INTEGER);
   for (;;) {
     const response = await range(client, { key: from, range_end: end, limit: CHAIN_PAGE, sort_order: SortOrder.Ascend, sort_target: SortTarget.Key });

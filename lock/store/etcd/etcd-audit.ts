@@ -5,7 +5,7 @@
 import type { ICompare, IRequestOp } from 'etcd3';
 import type { AuditSealer, UnsealedAuditEntry } from '../../audit/chain.js';
 import type { AuditEntry, Page } from '../../../contract/records.js';
-import type { AuditDraft, AuditHead, AuditQuery } from '../spi.js';
+import type { AuditDraft, AuditHead, AuditQuery, PruneAuditResult } from '../spi.js';
 import * as audit from './audit-log.js';
 import type { EtcdContext } from './etcd-context.js';
 
@@ -25,6 +25,24 @@ export class EtcdAudit {
 
   async readAuditHead(): Promise<AuditHead> {
     return audit.publicHead(await this.storedHead());
+  }
+
+  /**
+   * Deletes the oldest run of entries older than `before`, moves the checkpoint in the sealed head
+   * and appends the prune's own entry, in one txn compared on the head (a concurrent append or
+   * prune makes it plan again).
+   */
+  async pruneAudit(req: { before: number; audit: AuditDraft }): Promise<PruneAuditResult> {
+    for (;;) {
+      const head = await this.storedHead();
+      const last = await audit.lastPrunable(this.ctx.etcd(), this.ctx.keys, head, req.before);
+      const moved = last ? { ...head, checkpointSeq: Number(last.id), checkpointHash: last.hash } : head;
+      const pruned = last ? Number(last.id) - head.checkpointSeq : 0;
+      const append = this.plan(moved, req.audit, { action: 'audit.prune', target: 'audit', outcome: pruned > 0 ? 'PRUNED' : 'NOTHING_PRUNED' });
+      const ops = last ? [...audit.pruneOps(this.ctx.keys, { seq: moved.checkpointSeq, hash: moved.checkpointHash }), ...append.ops] : append.ops;
+      if (!(await this.commit([append.compare], ops, append.entry))) continue;
+      return { pruned, checkpoint: { id: String(moved.checkpointSeq), hash: moved.checkpointHash }, audit: append.entry };
+    }
   }
 
   /** The head an append is planned on (its mod revision is what the append's txn compares). */

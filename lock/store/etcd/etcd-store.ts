@@ -37,6 +37,7 @@ import type {
   AuditDraft,
   AuditHead,
   AuditQuery,
+  PruneAuditResult,
   CloseSessionResult,
   EndedLock,
   EndedSession,
@@ -242,6 +243,10 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
 
   readAuditHead(): Promise<AuditHead> {
     return this.audit.readAuditHead();
+  }
+
+  pruneAudit(req: { before: number; audit: AuditDraft }): Promise<PruneAuditResult> {
+    return this.audit.pruneAudit(req);
   }
 
   summary(query?: SummaryQuery): Promise<StoreSummary> {

@@ -12,7 +12,9 @@
  *   {root}lr/{sessionId}/{lockKey}  grant record (unleased), created in the same txn as l/ (same
  *                                create revision), so a session's grants are one prefix range
  *   {root}a/{seq}                audit entry, seq zero-padded so keys sort in chain order
- *   {root}ah                     audit head: the last seq and hash, compared on every append
+ *   {root}ah                     audit head: the last seq and hash, compared on every append, and its seal
+ *   {root}ac                     audit checkpoint: the last pruned seq and hash (covered by the head's seal); a key
+ *                                of its own so an append by a release that knows no prune cannot drop it
  *   {root}i/{instanceId}         instance registry (etcd-fleet.ts): on the instance's lease; value = what it publishes
  *   {root}w/{lockKey}/{waitId}   one recorded wait: on the waiting session's lease; its create revision orders
  *                                waits fleet-wide ("youngest wait")
@@ -32,6 +34,7 @@ export interface KeyLayout {
   lockRecordsOf(sessionId: string): Buffer;
   auditEntry(seq: number): Buffer;
   readonly auditHead: Buffer;
+  readonly auditCheckpoint: Buffer;
   readonly sessionsPrefix: Buffer;
   readonly sessionRecordsPrefix: Buffer;
   readonly locksPrefix: Buffer;
@@ -85,6 +88,7 @@ export function keyLayout(prefix = '/holdfast/', namespace?: string): KeyLayout 
     lockRecordsOf: (sessionId) => Buffer.concat([lockRecordsPrefix, Buffer.from(`${encodeURIComponent(sessionId)}/`)]),
     auditEntry: (seq) => Buffer.concat([auditPrefix, Buffer.from(String(seq).padStart(AUDIT_SEQ_WIDTH, '0'))]),
     auditHead: Buffer.from(`${root}ah`),
+    auditCheckpoint: Buffer.from(`${root}ac`),
     sessionsPrefix,
     sessionRecordsPrefix,
     locksPrefix,

@@ -17,6 +17,7 @@ import type {
   AuditQuery,
   AuthenticateResult,
   CloseSessionResult,
+  PruneAuditResult,
   EndedLock,
   EndedSession,
   ForceRevokeResult,
@@ -57,7 +58,8 @@ export class MemoryLockStore implements LockStore {
   private readonly sealer: AuditSealer;
   private readonly sessions = new Map<string, StoredSession>();
   private readonly locks = new Map<string, HeldLock>();
-  private readonly audit: AuditEntry[] = [];
+  private audit: AuditEntry[] = [];
+  private auditHead: AuditHead = { lastId: '0', lastHash: GENESIS_HASH, checkpointId: '0', checkpointHash: GENESIS_HASH, seal: null };
   private lastToken = 0n;
 
   constructor(options: MemoryStoreOptions = {}) {
@@ -245,8 +247,19 @@ export class MemoryLockStore implements LockStore {
   }
 
   async readAuditHead(): Promise<AuditHead> {
-    const last = this.audit.at(-1);
-    return { lastId: last?.id ?? '0', lastHash: last?.hash ?? GENESIS_HASH };
+    return { ...this.auditHead };
+  }
+
+  async pruneAudit(req: { before: number; audit: AuditDraft }): Promise<PruneAuditResult> {
+    const firstKept = this.audit.findIndex((e) => e.at >= req.before);
+    const pruned = firstKept === -1 ? this.audit.length : firstKept;
+    if (pruned > 0) {
+      const last = this.audit[pruned - 1]!;
+      this.audit = this.audit.slice(pruned);
+      this.auditHead = { ...this.auditHead, checkpointId: last.id, checkpointHash: last.hash };
+    }
+    const audit = this.append({ ...req.audit, action: 'audit.prune', target: 'audit', outcome: pruned > 0 ? 'PRUNED' : 'NOTHING_PRUNED' });
+    return { pruned, checkpoint: { id: this.auditHead.checkpointId, hash: this.auditHead.checkpointHash }, audit };
   }
 
   async summary(query: SummaryQuery = {}): Promise<StoreSummary> {
@@ -302,9 +315,9 @@ export class MemoryLockStore implements LockStore {
   }
 
   private append(draft: AuditDraft & Pick<AuditEntry, 'action' | 'target' | 'outcome'> & { fencingToken?: FencingToken | undefined }): AuditEntry {
-    const last = this.audit.at(-1);
-    const entry = this.sealer.seal(last?.hash ?? GENESIS_HASH, {
-      id: String(this.audit.length + 1),
+    const head = this.auditHead;
+    const entry = this.sealer.seal(head.lastHash, {
+      id: String(Number(head.lastId) + 1),
       at: this.now(),
       actor: draft.actor,
       action: draft.action,
@@ -315,6 +328,9 @@ export class MemoryLockStore implements LockStore {
       requestId: draft.requestId,
     });
     this.audit.push(entry);
+    const moved = { lastId: entry.id, lastHash: entry.hash, checkpointId: head.checkpointId, checkpointHash: head.checkpointHash };
+    const { keyId, seal } = this.sealer.sealHead(moved);
+    this.auditHead = { ...moved, ...(keyId !== undefined ? { keyId } : {}), seal };
     return entry;
   }
 }

@@ -7,12 +7,14 @@ import { MIGRATIONS } from './migrations/index.js';
 import type { SqlDatabase } from './queryable.js';
 
 export async function migrate(db: SqlDatabase): Promise<void> {
-  await db.exec(`CREATE TABLE IF NOT EXISTS holdfast_schema_migrations (
-    version integer PRIMARY KEY,
-    applied_at timestamptz NOT NULL DEFAULT now()
-  )`);
   await db.transaction(async (tx) => {
+    // The lock comes first: two servers creating the bookkeeping table at once on a fresh
+    // database collide in the catalog ("type holdfast_schema_migrations already exists").
     await tx.query(`SELECT pg_advisory_xact_lock(7070707)`);
+    await tx.query(`CREATE TABLE IF NOT EXISTS holdfast_schema_migrations (
+      version integer PRIMARY KEY,
+      applied_at timestamptz NOT NULL DEFAULT now()
+    )`);
     const applied = new Set(
       (await tx.query<{ version: number }>('SELECT version FROM holdfast_schema_migrations')).map((r) => r.version),
     );

@@ -1,14 +1,30 @@
 /**
  * The audit trail in SQL: the SPI's reads, and the append that runs inside the transaction of
  * the change it audits (the audit head's row lock comes last in the store's order, sql-store.ts).
+ * Every append re-seals the head (last id and hash, and the prune checkpoint) with the audit key
+ * (lock/audit/chain.ts); a prune deletes the oldest entries and moves the checkpoint in one
+ * transaction with its own audit entry.
  */
 import type { AuditEntry, BackendName, FencingToken, Page } from '../../../contract/records.js';
 import type { AuditSealer } from '../../audit/chain.js';
-import type { AuditDraft, AuditHead, AuditQuery } from '../spi.js';
+import type { AuditDraft, AuditHead, AuditQuery, PruneAuditResult } from '../spi.js';
 import { decodeCursor, encodeCursor } from '../cursor.js';
-import type { Queryable, SqlDatabase } from './queryable.js';
+import type { Queryable, Row, SqlDatabase } from './queryable.js';
 import { guardSql } from './sql-errors.js';
 import { AUDIT_COLUMNS, DB_NOW, toAudit } from './sql-rows.js';
+
+const HEAD_COLUMNS = 'last_id::text AS last_id, last_hash, checkpoint_id::text AS checkpoint_id, checkpoint_hash, key_id, seal';
+
+function toHead(r: Row): AuditHead {
+  return {
+    lastId: String(r.last_id),
+    lastHash: String(r.last_hash),
+    checkpointId: String(r.checkpoint_id),
+    checkpointHash: String(r.checkpoint_hash),
+    ...(r.key_id !== null && r.key_id !== undefined ? { keyId: String(r.key_id) } : {}),
+    seal: r.seal === null || r.seal === undefined ? null : String(r.seal),
+  };
+}
 
 export class SqlAudit {
   constructor(
@@ -45,8 +61,34 @@ export class SqlAudit {
   }
 
   async readAuditHead(): Promise<AuditHead> {
-    const rows = await this.guard(() => this.db.query('SELECT last_id::text AS last_id, last_hash FROM holdfast_audit_head'));
-    return { lastId: String(rows[0]!.last_id), lastHash: String(rows[0]!.last_hash) };
+    const rows = await this.guard(() => this.db.query(`SELECT ${HEAD_COLUMNS} FROM holdfast_audit_head`));
+    return toHead(rows[0]!);
+  }
+
+  async pruneAudit(req: { before: number; audit: AuditDraft }): Promise<PruneAuditResult> {
+    return this.guard(() =>
+      this.db.transaction(async (tx) => {
+        // The head first: appends and other prunes wait here, so the run found below stays the oldest.
+        const head = toHead((await tx.query(`SELECT ${HEAD_COLUMNS} FROM holdfast_audit_head FOR UPDATE`))[0]!);
+        const last = (
+          await tx.query(
+            `SELECT id::text AS id, hash FROM holdfast_audit
+             WHERE id > $1::bigint AND id < coalesce((SELECT min(id) FROM holdfast_audit WHERE at >= $2), $3::bigint + 1)
+             ORDER BY id DESC LIMIT 1`,
+            [head.checkpointId, req.before, head.lastId],
+          )
+        )[0];
+        let pruned = 0;
+        if (last) {
+          const deleted = await tx.query(`DELETE FROM holdfast_audit WHERE id <= $1::bigint RETURNING 1`, [last.id]);
+          pruned = deleted.length;
+          await tx.query('UPDATE holdfast_audit_head SET checkpoint_id = $1::bigint, checkpoint_hash = $2', [last.id, last.hash]);
+        }
+        const audit = await this.append(tx, { ...req.audit, action: 'audit.prune', target: 'audit', outcome: pruned > 0 ? 'PRUNED' : 'NOTHING_PRUNED' });
+        const checkpoint = last ? { id: String(last.id), hash: String(last.hash) } : { id: head.checkpointId, hash: head.checkpointHash };
+        return { pruned, checkpoint, audit };
+      }),
+    );
   }
 
   /** Seals and appends an entry inside `tx`, the transaction of the change it audits; its head row lock is taken last. */
@@ -54,10 +96,11 @@ export class SqlAudit {
     tx: Queryable,
     draft: AuditDraft & Pick<AuditEntry, 'action' | 'target' | 'outcome'> & { fencingToken?: FencingToken | undefined },
   ): Promise<AuditEntry> {
-    const head = (await tx.query(`SELECT last_id, last_hash, ${DB_NOW} AS now FROM holdfast_audit_head FOR UPDATE`))[0]!;
-    const entry = this.sealer.seal(String(head.last_hash), {
-      id: String(Number(head.last_id) + 1),
-      at: Number(head.now),
+    const row = (await tx.query(`SELECT ${HEAD_COLUMNS}, ${DB_NOW} AS now FROM holdfast_audit_head FOR UPDATE`))[0]!;
+    const head = toHead(row);
+    const entry = this.sealer.seal(head.lastHash, {
+      id: String(BigInt(head.lastId) + 1n),
+      at: Number(row.now),
       actor: draft.actor,
       action: draft.action,
       target: draft.target,
@@ -67,8 +110,8 @@ export class SqlAudit {
       requestId: draft.requestId,
     });
     await tx.query(
-      `INSERT INTO holdfast_audit (id, at, actor, action, target, fencing_token, reason, outcome, request_id, prev_hash, hash)
-       VALUES ($1::bigint, $2, $3, $4, $5, $6::bigint, $7, $8, $9, $10, $11)`,
+      `INSERT INTO holdfast_audit (id, at, actor, action, target, fencing_token, reason, outcome, request_id, prev_hash, hash, key_id)
+       VALUES ($1::bigint, $2, $3, $4, $5, $6::bigint, $7, $8, $9, $10, $11, $12)`,
       [
         entry.id,
         entry.at,
@@ -81,9 +124,16 @@ export class SqlAudit {
         entry.requestId,
         entry.prevHash,
         entry.hash,
+        entry.keyId ?? null,
       ],
     );
-    await tx.query('UPDATE holdfast_audit_head SET last_id = $1::bigint, last_hash = $2', [entry.id, entry.hash]);
+    const sealed = this.sealer.sealHead({ ...head, lastId: entry.id, lastHash: entry.hash });
+    await tx.query('UPDATE holdfast_audit_head SET last_id = $1::bigint, last_hash = $2, key_id = $3, seal = $4', [
+      entry.id,
+      entry.hash,
+      sealed.keyId ?? null,
+      sealed.seal,
+    ]);
     return entry;
   }
 

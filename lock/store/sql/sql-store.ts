@@ -19,6 +19,7 @@ import type {
   AuditDraft,
   AuditHead,
   AuditQuery,
+  PruneAuditResult,
   CloseSessionResult,
   EndedLock,
   EndedSession,
@@ -167,6 +168,10 @@ export class SqlLockStore implements LockStore {
 
   readAuditHead(): Promise<AuditHead> {
     return this.audit.readAuditHead();
+  }
+
+  pruneAudit(req: { before: number; audit: AuditDraft }): Promise<PruneAuditResult> {
+    return this.audit.pruneAudit(req);
   }
 
   summary(query?: SummaryQuery): Promise<StoreSummary> {
