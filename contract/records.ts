@@ -167,6 +167,11 @@ export const AuditEntrySchema = Type.Object(
     keyId: Type.Optional(
       Type.String({ description: 'v3: the fingerprint of the audit key that sealed this entry; absent when the trail has no audit key.' }),
     ),
+    actorScope: Type.Optional(
+      Type.Array(Type.String(), {
+        description: "v3: the key prefixes the actor's token was scoped to when it acted; absent for an unscoped token.",
+      }),
+    ),
   },
   { additionalProperties: false, description: 'An append-only, hash-chained audit entry (C2).' },
 );

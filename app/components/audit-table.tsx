@@ -30,7 +30,10 @@ export function AuditTable({ items, now, highlight }: { items: AuditEntry[]; now
                 <When at={entry.at} now={now} />
                 <div className="muted small">{formatAbsolute(entry.at)}</div>
               </td>
-              <td className="nowrap">{entry.actor}</td>
+              <td className="nowrap">
+                {entry.actor}
+                {entry.actorScope ? <span className="muted" title="the key prefixes this token was scoped to when it acted"> [{entry.actorScope.join(', ')}]</span> : null}
+              </td>
               <td className="mono">{entry.action}</td>
               <td className="mono key-cell">
                 {entry.action === 'lock.revoke' ? <Link href={`/locks/${encodeURIComponent(entry.target)}`}>{entry.target}</Link> : entry.target}

@@ -9,6 +9,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { InvalidArgumentError, Option, type Command } from 'commander';
+import { policyForKey } from '../../contract/policies.js';
 import { AUDIT_ACTIONS } from '../../contract/records.js';
 import { loadAuditSealer } from '../../lock/audit/audit-key.js';
 import { verifyAuditExport, type AuditExportLine } from '../../lock/audit/retention.js';
@@ -24,7 +25,11 @@ interface AuditOptions {
   actor?: string;
   action?: string;
   target?: string;
+  policy?: string;
 }
+
+/** Store pages read for one `--policy` page at most: the filter is ours, so a sparse policy costs reads, bounded. */
+const MAX_PAGES_PER_POLICY_PAGE = 50;
 
 export function registerAudit(program: Command, ctx: CliContext): void {
   program
@@ -36,6 +41,7 @@ export function registerAudit(program: Command, ctx: CliContext): void {
     .option('--actor <name>', 'only this actor (token name)')
     .addOption(new Option('--action <action>', 'only this action').choices(AUDIT_ACTIONS))
     .option('--target <keyOrSession>', 'only entries about this key or session')
+    .option('--policy <name>', "only entries about keys under this lock policy (HOLDFAST_POLICIES_FILE's longest-prefix rule)")
     .action(async (opts: AuditOptions) => {
       const api = await ctx.api();
       if (opts.verify) {
@@ -48,14 +54,15 @@ export function registerAudit(program: Command, ctx: CliContext): void {
         if (!result.ok) process.exitCode = EXIT.failed;
         return;
       }
-      const page = await api.listAudit({ limit: opts.limit, cursor: opts.cursor, actor: opts.actor, action: opts.action, target: opts.target });
+      const query = { limit: opts.limit, cursor: opts.cursor, actor: opts.actor, action: opts.action, target: opts.target };
+      const page = opts.policy === undefined ? await api.listAudit(query) : await auditOfPolicy(api, opts.policy, query);
       ctx.print(page, (wide) =>
         formatTable(
           ['ID', 'AT', 'ACTOR', 'ACTION', 'TARGET', 'TOKEN', 'OUTCOME', 'REASON', ...(wide ? ['REQUEST', 'HASH'] : [])],
           page.items.map((e) => [
             e.id,
             new Date(e.at).toISOString(),
-            e.actor,
+            e.actorScope ? `${e.actor} [${e.actorScope.join(', ')}]` : e.actor,
             e.action,
             e.target,
             e.fencingToken ?? '',
@@ -128,4 +135,35 @@ function parseInstant(text: string): number {
     throw new InvalidArgumentError(`"${text}" is neither an ISO 8601 instant (2026-01-01T00:00:00Z) nor an age (90d, 12h)`);
   }
   return at;
+}
+
+type AdminApi = Awaited<ReturnType<CliContext['api']>>;
+type AuditPage = Awaited<ReturnType<AdminApi['listAudit']>>;
+
+/**
+ * A4 filtered to entries whose target is a key under `policyName` (by the server's policies, A8, and
+ * the one longest-prefix rule): pages are read until `limit` entries match or the trail ends; the
+ * cursor continues after the last entry read.
+ */
+async function auditOfPolicy(
+  api: AdminApi,
+  policyName: string,
+  query: { limit: string; cursor?: string | undefined; actor?: string | undefined; action?: string | undefined; target?: string | undefined },
+): Promise<AuditPage> {
+  const { items: policies } = await api.policies();
+  if (!policies.some((p) => p.name === policyName)) {
+    throw new CliError('UNKNOWN_POLICY', `no lock policy ${JSON.stringify(policyName)} on this server (holdfast policies ls)`);
+  }
+  const limit = Number(query.limit);
+  const items: AuditPage['items'] = [];
+  let cursor = query.cursor;
+  for (let pages = 0; pages < MAX_PAGES_PER_POLICY_PAGE && items.length < limit; pages += 1) {
+    const page = await api.listAudit({ ...query, limit: String(limit), cursor });
+    for (const entry of page.items) {
+      if (entry.action === 'lock.revoke' && policyForKey(policies, entry.target)?.name === policyName) items.push(entry);
+    }
+    cursor = page.nextCursor ?? undefined;
+    if (!cursor) break;
+  }
+  return { items, nextCursor: cursor ?? null };
 }

@@ -172,6 +172,8 @@ export function auditHash(prevHash: string, entry: UnsealedAuditEntry, key?: Buf
     requestId: entry.requestId,
     // Absent on entries sealed before keys rotated: they hash as they always did.
     keyId: entry.keyId,
+    // Absent for unscoped actors (and every entry before scopes): they hash as they always did.
+    actorScope: entry.actorScope,
   };
   const mac = key ? createHmac('sha256', key) : createHash('sha256');
   return mac.update(prevHash).update('\n').update(canonicalJson(body)).digest('hex');

@@ -21,13 +21,13 @@ import { wireServiceParts, type LockServiceOptions } from './service-parts.js';
 import type { SessionPrincipals } from './session-principals.js';
 import type { SessionScopes } from './session-scopes.js';
 import { refused } from './session-refusal.js';
-import type { KillOutcome, Sessions, SessionView } from './sessions.js';
+import { auditActorFields, type AuditActor, type KillOutcome, type Sessions, type SessionView } from './sessions.js';
 import type { StoreHealth } from './store-health.js';
 import type { WaitRecords } from './wait-records.js';
 import type { WaitStrategy } from './wait-strategy.js';
 import type { WaiterRegistry } from './waiters.js';
 
-export type { KillOutcome, SessionView } from './sessions.js';
+export type { AuditActor, KillOutcome, SessionView } from './sessions.js';
 export type { LockServiceOptions } from './service-parts.js';
 
 export class LockService {
@@ -125,7 +125,7 @@ export class LockService {
     return this.sessions.close(credential, ctx);
   }
 
-  killSession(sessionId: string, reason: string, actor: string, ctx: EventContext): Promise<KillOutcome> {
+  killSession(sessionId: string, reason: string, actor: AuditActor, ctx: EventContext): Promise<KillOutcome> {
     return this.sessions.kill(sessionId, reason, actor, ctx);
   }
 
@@ -242,13 +242,14 @@ export class LockService {
 
   async forceRevoke(
     req: { key: string; reason: string; expectedFencingToken?: FencingToken },
-    actor: string,
+    by: AuditActor,
     ctx: EventContext,
   ): Promise<LockOutcome> {
+    const actor = by.name;
     const result = await this.store.forceRevoke({
       key: req.key,
       ...(req.expectedFencingToken !== undefined ? { expectedFencingToken: req.expectedFencingToken } : {}),
-      audit: { actor, reason: req.reason, requestId: ctx.requestId },
+      audit: { ...auditActorFields(by), reason: req.reason, requestId: ctx.requestId },
     });
     if (result.revoked) {
       this.insight.ended(result.revoked, { outcome: 'revoked', actor, reason: req.reason, auditId: result.audit.id });

@@ -27,6 +27,17 @@ export interface SessionView {
   expiresAt: number;
 }
 
+/** Who ordered an audited action: the admin token's name, and its prefixes when it is scoped (kept in the entry). */
+export interface AuditActor {
+  name: string;
+  scope?: readonly string[];
+}
+
+/** The audit draft's actor fields for `actor`. */
+export function auditActorFields(actor: AuditActor): { actor: string; actorScope?: readonly string[] } {
+  return { actor: actor.name, ...(actor.scope !== undefined ? { actorScope: actor.scope } : {}) };
+}
+
 export interface KillOutcome {
   sessionId: string;
   outcome: 'KILLED' | 'NOT_FOUND';
@@ -87,8 +98,9 @@ export class Sessions {
     this.ended(result.ended, ctx);
   }
 
-  async kill(sessionId: string, reason: string, actor: string, ctx: EventContext): Promise<KillOutcome> {
-    const { ended, audit } = await this.deps.store.killSession(sessionId, { actor, reason, requestId: ctx.requestId });
+  async kill(sessionId: string, reason: string, by: AuditActor, ctx: EventContext): Promise<KillOutcome> {
+    const actor = by.name;
+    const { ended, audit } = await this.deps.store.killSession(sessionId, { ...auditActorFields(by), reason, requestId: ctx.requestId });
     if (ended) this.ended(ended, ctx, { actor, reason, auditId: audit.id });
     const outcome = ended ? 'KILLED' : 'NOT_FOUND';
     this.deps.events.sessionKilled(ctx, { sessionId, actor, reason, outcome, auditId: audit.id, auditHeadHash: audit.hash });

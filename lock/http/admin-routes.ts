@@ -10,7 +10,7 @@ import type { LockService } from '../core/lock-service.js';
 import { ValidationFailedError } from '../errors.js';
 import type { SessionOpener } from './deps.js';
 import { assertKeyInScope, assertSessionInScope, filteredPage, locksInScope, scopedPrefixes, type Scope } from './key-scope.js';
-import { bodyOf, eventContext, keyOf, sessionIdParam } from './request-context.js';
+import { auditActorOf, bodyOf, eventContext, keyOf, sessionIdParam } from './request-context.js';
 import { routeSchemas, type HttpApp } from './schemas.js';
 import { buildSummary, type RecentActivity } from './summary.js';
 import { checkFencingToken, parseLimit } from './validation.js';
@@ -73,7 +73,7 @@ export function registerAdminRoutes(app: HttpApp, deps: AdminRouteDeps): void {
           ? { expectedFencingToken: checkFencingToken(body.expectedFencingToken, 'expectedFencingToken') }
           : {}),
       },
-      request.admin!.name,
+      auditActorOf(request),
       eventContext(request),
     );
   });
@@ -116,7 +116,7 @@ export function registerAdminRoutes(app: HttpApp, deps: AdminRouteDeps): void {
   app.post('/v1/admin/sessions/:sessionId/kill', { schema: routeSchemas.killSession, config: { role: 'operator' } }, async (request) => {
     const sessionId = sessionIdParam(request);
     if (request.scope) await assertSessionInScope(request.scope, sessionId, { ...deps, service });
-    return service.killSession(sessionId, bodyOf<{ reason: string }>(request).reason, request.admin!.name, eventContext(request));
+    return service.killSession(sessionId, bodyOf<{ reason: string }>(request).reason, auditActorOf(request), eventContext(request));
   });
 }
 

@@ -3,13 +3,16 @@
  * an outsider can re-verify (viewer: it is the trail A4 already shows), A4p prunes its oldest
  * entries behind a sealed checkpoint (operator; audited, as A3 and A6 are). lock/audit/retention.ts
  * has the format and the rules; the store keeps the checkpoint in its sealed head.
+ * Both cover every team's entries, so a scoped token (issue 26) is refused: an export would show
+ * what its A4 hides, and a prune would delete other teams' history.
  */
 import { Readable } from 'node:stream';
 import type { EventContext } from '../../contract/lock-events.js';
 import { exportAuditTrail, type AuditTrailStore } from '../audit/retention.js';
 import type { LockService } from '../core/lock-service.js';
 import type { PruneAuditResult } from '../store/spi.js';
-import { bodyOf, eventContext } from './request-context.js';
+import { ForbiddenError } from '../errors.js';
+import { auditActorOf, bodyOf, eventContext } from './request-context.js';
 import { routeSchemas, type HttpApp } from './schemas.js';
 
 export interface AuditTrailDeps {
@@ -22,7 +25,8 @@ export interface AuditTrailDeps {
 export function registerAuditRetentionRoutes(app: HttpApp, service: LockService, trail: AuditTrailDeps | undefined): void {
   const deps = (): AuditTrailDeps => trail ?? { store: service.store };
 
-  app.get('/v1/admin/audit/export', { schema: routeSchemas.exportAudit, config: { role: 'viewer' } }, async (_request, reply) => {
+  app.get('/v1/admin/audit/export', { schema: routeSchemas.exportAudit, config: { role: 'viewer' } }, async (request, reply) => {
+    refuseScoped(request.admin?.prefixes, 'export');
     const lines = exportAuditTrail(deps().store)[Symbol.asyncIterator]();
     // The head is read before the answer starts: a store that cannot answer is a 503 with the error body, not a cut stream.
     const first = await lines.next();
@@ -35,12 +39,22 @@ export function registerAuditRetentionRoutes(app: HttpApp, service: LockService,
   });
 
   app.post('/v1/admin/audit/prune', { schema: routeSchemas.pruneAudit, config: { role: 'operator' } }, async (request) => {
+    refuseScoped(request.admin?.prefixes, 'prune');
     const body = bodyOf<{ before: number; reason: string }>(request);
-    const actor = request.admin!.name;
+    const { name: actor, scope } = auditActorOf(request);
     const ctx = eventContext(request);
     const { store, pruned } = deps();
-    const result = await store.pruneAudit({ before: body.before, audit: { actor, reason: body.reason, requestId: ctx.requestId } });
+    const result = await store.pruneAudit({
+      before: body.before,
+      audit: { actor, ...(scope !== undefined ? { actorScope: scope } : {}), reason: body.reason, requestId: ctx.requestId },
+    });
     pruned?.(result, { actor, reason: body.reason, before: body.before }, ctx);
     return { pruned: result.pruned, checkpoint: result.checkpoint, auditId: result.audit.id };
   });
+}
+
+function refuseScoped(prefixes: readonly string[] | undefined, what: 'export' | 'prune'): void {
+  if (prefixes !== undefined) {
+    throw new ForbiddenError(`a token scoped to ${prefixes.map((p) => JSON.stringify(p)).join(', ')} cannot ${what} the audit trail: it covers every team's keys`);
+  }
 }

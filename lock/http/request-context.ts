@@ -40,6 +40,12 @@ declare module 'fastify' {
 }
 
 /** The request id and span every fact of this request is reported with. */
+/** The admin behind an audited action, with its token's prefixes when it is scoped (the entry records them). */
+export function auditActorOf(request: FastifyRequest): { name: string; scope?: readonly string[] } {
+  const admin = request.admin!;
+  return { name: admin.name, ...(admin.prefixes !== undefined ? { scope: admin.prefixes } : {}) };
+}
+
 export function eventContext(request: FastifyRequest): EventContext {
   return { requestId: request.id, ...(request.eventTrace ? { trace: request.eventTrace } : {}) };
 }

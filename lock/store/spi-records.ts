@@ -121,6 +121,8 @@ export interface EndedSession {
 /** What core asks the store to append; the store stamps `at` and assigns id, prevHash and hash. */
 export interface AuditDraft {
   actor: string;
+  /** The prefixes of the actor's token when it is scoped (kept in the entry and its hash). */
+  actorScope?: readonly string[];
   requestId: string;
   reason: string;
 }

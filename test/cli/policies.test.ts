@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { httpClient } from '../support/http.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { holdfast } from './run-cli.js';
 
@@ -50,5 +51,23 @@ describe('holdfast policies ls', () => {
     expect(none.code).toBe(0);
     expect(none.stdout).toContain('no lock policies');
     expect(JSON.parse((await holdfast(bare, ['--json', 'policies', 'ls'])).stdout)).toEqual([]);
+  });
+});
+
+describe('holdfast audit --policy', () => {
+  test('lists only the entries about keys under that policy (longest prefix wins); an unknown policy is an error', async () => {
+    const client = httpClient(server.url);
+    const session = (await client.openSession({ owner: 'audited', ttlMillis: 120_000 })).body.sessionId as string;
+    for (const key of ['payouts/eu-run', 'reports/daily', 'unpolicied/x']) {
+      expect((await client.acquire(key, { sessionId: session, ttlMillis: 60_000 })).status).toBe(200);
+      expect((await holdfast(server, ['revoke', key, '--reason', `policy test ${key}`])).code).toBe(0);
+    }
+    const json = await holdfast(server, ['-o', 'json', 'audit', '--policy', 'payouts']);
+    expect(json.code).toBe(0);
+    const targets = (JSON.parse(json.stdout) as { items: { target: string }[] }).items.map((entry) => entry.target);
+    expect(targets).toEqual(['payouts/eu-run']);
+    const unknown = await holdfast(server, ['audit', '--policy', 'nope']);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('no lock policy "nope"');
   });
 });

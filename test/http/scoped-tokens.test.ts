@@ -337,6 +337,22 @@ describe.each(STORES)('scoped tokens on %s', (storeName) => {
       for (const wait of await Promise.all(waits)) expect(wait.status).toBe(404);
     }
   });
+  test("the audit trail records a scoped actor's scope (in the entry's hash), and A4x/A4p refuse scoped tokens", async () => {
+    const { key } = await freshTarget('in');
+    const revoked = await api.call('POST', `/v1/admin/locks/${enc(key)}/revoke`, { reason: 'scoped revoke' }, bearer('operator-scoped'));
+    expect(revoked.body).toMatchObject({ outcome: 'REVOKED' });
+    const entries = await api.call('GET', `/v1/admin/audit?target=${enc(key)}`, undefined, { authorization: `Bearer ${server.operatorToken}` });
+    expect(entries.body.items).toEqual([expect.objectContaining({ actor: 'operator-scoped', actorScope: SCOPE, action: 'lock.revoke' })]);
+    expect((await api.call('GET', '/v1/admin/audit/verify', undefined, { authorization: `Bearer ${server.operatorToken}` })).body).toMatchObject({ ok: true });
+    const unscoped = await freshTarget('out');
+    await api.call('POST', `/v1/admin/locks/${enc(unscoped.key)}/revoke`, { reason: 'unscoped revoke' }, bearer('operator-unscoped'));
+    const plain = await api.call('GET', `/v1/admin/audit?target=${enc(unscoped.key)}`, undefined, { authorization: `Bearer ${server.operatorToken}` });
+    expect(plain.body.items[0]).not.toHaveProperty('actorScope');
+    const before = await storeState();
+    expectForbidden(await api.call('GET', '/v1/admin/audit/export', undefined, bearer('viewer-scoped')));
+    expectForbidden(await api.call('POST', '/v1/admin/audit/prune', { before: Date.now(), reason: 'not mine' }, bearer('operator-scoped')));
+    expect(await storeState()).toEqual(before);
+  });
 });
 
 describe('scoped tokens on an open server (no client entries)', () => {

@@ -91,6 +91,7 @@ export function planAuditAppend(
     id: String(seq),
     at,
     actor: draft.actor,
+    ...(draft.actorScope !== undefined ? { actorScope: [...draft.actorScope] } : {}),
     action: fields.action,
     target: fields.target,
     fencingToken: fields.fencingToken,

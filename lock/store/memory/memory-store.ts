@@ -320,6 +320,7 @@ export class MemoryLockStore implements LockStore {
       id: String(Number(head.lastId) + 1),
       at: this.now(),
       actor: draft.actor,
+      ...(draft.actorScope !== undefined ? { actorScope: [...draft.actorScope] } : {}),
       action: draft.action,
       target: draft.target,
       ...(draft.fencingToken !== undefined ? { fencingToken: draft.fencingToken } : {}),

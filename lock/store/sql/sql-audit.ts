@@ -102,6 +102,7 @@ export class SqlAudit {
       id: String(BigInt(head.lastId) + 1n),
       at: Number(row.now),
       actor: draft.actor,
+      ...(draft.actorScope !== undefined ? { actorScope: [...draft.actorScope] } : {}),
       action: draft.action,
       target: draft.target,
       ...(draft.fencingToken !== undefined ? { fencingToken: draft.fencingToken } : {}),
@@ -110,8 +111,8 @@ export class SqlAudit {
       requestId: draft.requestId,
     });
     await tx.query(
-      `INSERT INTO holdfast_audit (id, at, actor, action, target, fencing_token, reason, outcome, request_id, prev_hash, hash, key_id)
-       VALUES ($1::bigint, $2, $3, $4, $5, $6::bigint, $7, $8, $9, $10, $11, $12)`,
+      `INSERT INTO holdfast_audit (id, at, actor, action, target, fencing_token, reason, outcome, request_id, prev_hash, hash, key_id, actor_scope)
+       VALUES ($1::bigint, $2, $3, $4, $5, $6::bigint, $7, $8, $9, $10, $11, $12, $13::text[])`,
       [
         entry.id,
         entry.at,
@@ -125,6 +126,7 @@ export class SqlAudit {
         entry.prevHash,
         entry.hash,
         entry.keyId ?? null,
+        entry.actorScope ?? null,
       ],
     );
     const sealed = this.sealer.sealHead({ ...head, lastId: entry.id, lastHash: entry.hash });

@@ -10,7 +10,7 @@ import type { Row } from './queryable.js';
 export const LOCK_COLUMNS = `key, session_id, owner, fencing_token::text AS fencing_token, ttl_millis, granted_at, expires_at`;
 export const QUALIFIED_LOCK_COLUMNS = `l.key, l.session_id, l.owner, l.fencing_token::text AS fencing_token, l.ttl_millis, l.granted_at, l.expires_at`;
 export const SESSION_COLUMNS = `session_id, owner, ttl_millis, created_at, last_heartbeat_at, expires_at, opened_by`;
-export const AUDIT_COLUMNS = `id::text AS id, at, actor, action, target, fencing_token::text AS fencing_token, reason, outcome, request_id, prev_hash, hash, key_id`;
+export const AUDIT_COLUMNS = `id::text AS id, at, actor, action, target, fencing_token::text AS fencing_token, reason, outcome, request_id, prev_hash, hash, key_id, actor_scope`;
 /**
  * The database clock, read once per statement. An uncorrelated sub-select is an InitPlan:
  * evaluated once and usable as an index bound (a bare volatile call is neither). A statement
@@ -72,6 +72,7 @@ export function toAudit(r: Row): AuditEntry {
     id: String(r.id),
     at: Number(r.at),
     actor: String(r.actor),
+    ...(Array.isArray(r.actor_scope) ? { actorScope: (r.actor_scope as unknown[]).map(String) } : {}),
     action: String(r.action) as AuditEntry['action'],
     target: String(r.target),
     ...(r.fencing_token !== null && r.fencing_token !== undefined ? { fencingToken: String(r.fencing_token) } : {}),

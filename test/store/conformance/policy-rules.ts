@@ -4,6 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { expect, test } from 'vitest';
+import { auditHash } from '../../../lock/audit/chain.js';
 import type { LockStore, SessionRecord } from '../../../lock/store/spi.js';
 import { eventually } from '../../support/http.js';
 import { openTestSession } from '../../support/store-sessions.js';
@@ -52,6 +53,22 @@ export function policyRules(subject: () => { store: LockStore; expectSameSession
     expect(await store.renew({ key: k, session: a.credential, fencingToken: '1', maxHoldMillis: 300 })).toEqual({ kind: 'lost' });
     // Without the limit the same grant renews as before.
     expect(await store.renew({ key: k, session: a.credential, fencingToken: token })).toMatchObject({ kind: 'renewed' });
+  });
+
+  test("an audit draft's actorScope is kept in the entry and its hash; entries without one hash as before", async () => {
+    const { store } = subject();
+    const a = await openTestSession(store, { ttlMillis: LONG });
+    const k = `conf/audit-scope/${unique()}`;
+    expect((await store.tryAcquire({ key: k, session: a.credential, ttlMillis: LONG })).kind).toBe('granted');
+    const scoped = await store.forceRevoke({ key: k, audit: { actor: 'team-ops', actorScope: ['conf/audit-scope/'], requestId: 'req-scope', reason: 'scoped' } });
+    expect(scoped.audit).toMatchObject({ actor: 'team-ops', actorScope: ['conf/audit-scope/'], outcome: 'REVOKED' });
+    const plain = await store.killSession(`s_${unique()}`, { actor: 'ops', requestId: 'req-plain', reason: 'plain' });
+    expect(plain.audit).not.toHaveProperty('actorScope');
+    const listed = await store.listAudit({ limit: 10, target: k });
+    expect(listed.items).toEqual([scoped.audit]);
+    // The scope is part of what the hash covers: the same entry without it does not hash the same.
+    const { actorScope: _scope, hash: _hash, prevHash, ...unscoped } = scoped.audit;
+    expect(auditHash(prevHash, unscoped)).not.toBe(auditHash(prevHash, { ...unscoped, actorScope: ['conf/audit-scope/'] }));
   });
 
   test('summary by policy: each live lock counts under its longest-prefix policy, every policy present, keys under none under ""', async () => {

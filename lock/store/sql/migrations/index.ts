@@ -7,5 +7,6 @@ import { v4 } from './v4-acquire-batch.js';
 import { v5 } from './v5-session-opener.js';
 import { v6 } from './v6-release-handoff.js';
 import { v7 } from './v7-audit-seal.js';
+import { v8 } from './v8-audit-actor-scope.js';
 
-export const MIGRATIONS: readonly Migration[] = [v1, v2, v3, v4, v5, v6, v7];
+export const MIGRATIONS: readonly Migration[] = [v1, v2, v3, v4, v5, v6, v7, v8];
