@@ -343,7 +343,8 @@ describe.each(STORES)('scoped tokens on %s', (storeName) => {
     expect(revoked.body).toMatchObject({ outcome: 'REVOKED' });
     const entries = await api.call('GET', `/v1/admin/audit?target=${enc(key)}`, undefined, { authorization: `Bearer ${server.operatorToken}` });
     expect(entries.body.items).toEqual([expect.objectContaining({ actor: 'operator-scoped', actorScope: SCOPE, action: 'lock.revoke' })]);
-    expect((await api.call('GET', '/v1/admin/audit/verify', undefined, { authorization: `Bearer ${server.operatorToken}` })).body).toMatchObject({ ok: true });
+    const verified = await api.call('GET', '/v1/admin/audit/verify', undefined, { authorization: `Bearer ${server.operatorToken}` });
+    expect(verified.body, JSON.stringify(verified.body)).toMatchObject({ ok: true });
     const unscoped = await freshTarget('out');
     await api.call('POST', `/v1/admin/locks/${enc(unscoped.key)}/revoke`, { reason: 'unscoped revoke' }, bearer('operator-unscoped'));
     const plain = await api.call('GET', `/v1/admin/audit?target=${enc(unscoped.key)}`, undefined, { authorization: `Bearer ${server.operatorToken}` });

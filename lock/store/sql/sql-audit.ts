@@ -40,7 +40,8 @@ export class SqlAudit {
         `SELECT ${AUDIT_COLUMNS} FROM holdfast_audit
          WHERE ($1::bigint IS NULL OR id < $1::bigint)
            AND ($3::text IS NULL OR actor = $3) AND ($4::text IS NULL OR action = $4) AND ($5::text IS NULL OR target = $5)
-         ORDER BY id DESC LIMIT $2`,
+         -- The table's bigint id: a bare "id" here would be the text alias AUDIT_COLUMNS selects ("10" < "9").
+         ORDER BY holdfast_audit.id DESC LIMIT $2`,
         [before, query.limit + 1, query.actor ?? null, query.action ?? null, query.target ?? null],
       ),
     );
@@ -52,7 +53,7 @@ export class SqlAudit {
     let after = 0;
     for (;;) {
       const rows = await this.guard(() =>
-        this.db.query(`SELECT ${AUDIT_COLUMNS} FROM holdfast_audit WHERE id > $1 ORDER BY id LIMIT 500`, [after]),
+        this.db.query(`SELECT ${AUDIT_COLUMNS} FROM holdfast_audit WHERE id > $1 ORDER BY holdfast_audit.id LIMIT 500`, [after]),
       );
       for (const row of rows) yield toAudit(row);
       if (rows.length < 500) return;
@@ -74,7 +75,7 @@ export class SqlAudit {
           await tx.query(
             `SELECT id::text AS id, hash FROM holdfast_audit
              WHERE id > $1::bigint AND id < coalesce((SELECT min(id) FROM holdfast_audit WHERE at >= $2), $3::bigint + 1)
-             ORDER BY id DESC LIMIT 1`,
+             ORDER BY holdfast_audit.id DESC LIMIT 1`,
             [head.checkpointId, req.before, head.lastId],
           )
         )[0];

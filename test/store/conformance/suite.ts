@@ -229,6 +229,17 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
       expect(revoked.audit).toMatchObject({ action: 'lock.revoke', target: k, outcome: 'REVOKED', actor: 'conformance' });
     });
 
+    test('audit: past 9 entries the chain reads in id order and A4 lists newest first by id (numbers, not text)', async () => {
+      for (let i = 0; i < 12; i += 1) await store.killSession(`s_${randomBytes(6).toString('hex')}`, audit(`order-${i}`));
+      const ids: bigint[] = [];
+      for await (const entry of store.readAuditChain()) ids.push(BigInt(entry.id));
+      expect(ids.length).toBeGreaterThanOrEqual(12);
+      expect(ids.every((id, i) => i === 0 || id > ids[i - 1]!)).toBe(true);
+      const listed = (await store.listAudit({ limit: 12 })).items.map((entry) => BigInt(entry.id));
+      expect(listed.every((id, i) => i === 0 || id < listed[i - 1]!)).toBe(true);
+      expect(listed[0]).toBe(ids.at(-1));
+    });
+
     test('summary counts live locks and sessions by the store clock, with the age of the oldest grant', async () => {
       const a = await openTestSession(store, { ttlMillis: LONG });
       const k = key('summary');
