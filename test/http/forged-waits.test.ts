@@ -8,14 +8,14 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { hashSessionToken } from '../../lock/core/session-token.js';
-import type { LockStore, TryAcquireResult } from '../../lock/store/spi.js';
+import type { AuthenticateResult, LockStore, TryAcquireResult } from '../../lock/store/spi.js';
 import { eventually, httpClient } from '../support/http.js';
 import { startServer, type StoreName, type TestServer } from '../support/server.js';
 
 const FORGED_TOKEN = 'forged-token-the-attacker-made-up';
 const FORGED = 64;
 
-/** Holds every try made with the forged token until `release()`; counts the ones held. */
+/** Holds every store check of the forged token (a try, or the credential check before it) until `release()`; counts the ones held. */
 function holdingForgedTries() {
   const forgedHash = hashSessionToken(FORGED_TOKEN);
   let open: () => void = () => {};
@@ -25,6 +25,16 @@ function holdingForgedTries() {
     new Proxy(store, {
       get(target, property, receiver) {
         const value = Reflect.get(target, property, receiver);
+        if (property === 'authenticateSession') {
+          // The scope check (lock/core/session-scopes.ts) asks the store about the credential first.
+          return async (credential: Parameters<LockStore['authenticateSession']>[0]): Promise<AuthenticateResult> => {
+            if (credential.tokenHash === forgedHash) {
+              state.held++;
+              await gate;
+            }
+            return target.authenticateSession(credential);
+          };
+        }
         if (property !== 'tryAcquire') return typeof value === 'function' ? value.bind(target) : value;
         return async (req: Parameters<LockStore['tryAcquire']>[0]): Promise<TryAcquireResult> => {
           if (req.session.tokenHash === forgedHash) {
