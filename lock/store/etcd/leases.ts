@@ -10,6 +10,7 @@
  * lease service directly by id.
  */
 import type { Etcd3 } from 'etcd3';
+import { retryRead } from './etcd-client.js';
 
 export function leaseTtlSeconds(ttlMillis: number): number {
   return Math.max(1, Math.ceil(ttlMillis / 1000));
@@ -31,7 +32,8 @@ export async function revokeLease(client: Etcd3, leaseId: string): Promise<void>
 
 /** A lease's remaining and granted life in whole seconds; null once it is gone. */
 export async function leaseTimeToLive(client: Etcd3, leaseId: string): Promise<{ remainingSeconds: number; grantedSeconds: number } | null> {
-  const response = await client.leaseClient.leaseTimeToLive({ ID: leaseId });
+  // A read like any other: an etcd without a leader answers NOT_LEADER, never a raw gRPC error (a 500).
+  const response = await retryRead(() => client.leaseClient.leaseTimeToLive({ ID: leaseId }));
   const remainingSeconds = Number(response.TTL);
   return remainingSeconds > 0 ? { remainingSeconds, grantedSeconds: Number(response.grantedTTL) } : null;
 }
