@@ -5,7 +5,7 @@
  * installs it). Members can be killed, restarted and asked who leads.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, openSync, closeSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -168,7 +168,23 @@ export interface StartEtcdOptions {
   dataRoot?: string;
 }
 
+/** A port picked free was taken by another process before etcd bound it (pick-then-bind races under parallel tests). */
+class PortTakenError extends Error {}
+
+/** Attempts at starting a cluster when a port it picked was taken meanwhile: each attempt picks new ports. */
+const PORT_RACE_ATTEMPTS = 3;
+
 export async function startEtcdCluster(size = 3, options: { peerProxies?: boolean } & StartEtcdOptions = {}): Promise<EtcdCluster> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await startEtcdClusterOnce(size, options);
+    } catch (error) {
+      if (!(error instanceof PortTakenError) || attempt >= PORT_RACE_ATTEMPTS) throw error;
+    }
+  }
+}
+
+async function startEtcdClusterOnce(size: number, options: { peerProxies?: boolean } & StartEtcdOptions): Promise<EtcdCluster> {
   const root = mkdtempSync(join(options.dataRoot ?? dataRoot(), 'holdfast-etcd-'));
   const specs: Array<{ name: string; clientPort: number; peerPort: number; listenPeerPort: number }> = [];
   const proxies = new Map<string, PeerProxy>();
@@ -207,6 +223,16 @@ export async function startEtcdCluster(size = 3, options: { peerProxies?: boolea
     await Promise.all(members.map((m) => m.waitHealthy()));
   } catch (error) {
     await Promise.all(members.map((m) => m.signal('SIGKILL', 0)));
+    await Promise.all([...proxies.values()].map((p) => p.close()));
+    const logs = specs.map((spec) => {
+      try {
+        return readFileSync(join(root, `${spec.name}.log`), 'utf8');
+      } catch {
+        return '';
+      }
+    });
+    rmSync(root, { recursive: true, force: true });
+    if (logs.some((log) => log.includes('address already in use'))) throw new PortTakenError(`an etcd port was taken before it bound: ${(error as Error).message}`);
     throw error;
   }
 
