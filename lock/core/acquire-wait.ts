@@ -7,7 +7,7 @@
 import { DeadlockDetectedError, NotLeaderError, SessionNotFoundError } from '../errors.js';
 import type { EventContext, LockEvents } from '../../contract/lock-events.js';
 import type { WaitOutcome } from '../../contract/metric-table.js';
-import type { HeldLock, SessionCredential, TryAcquireResult } from '../store/spi.js';
+import type { HeldLock, SessionCredential, TryAcquireResult, WaitToRecord } from '../store/spi.js';
 import type { Clock } from './clock.js';
 import type { ContentionAnswers } from './contention-answers.js';
 import type { LockInsight } from './insight.js';
@@ -44,11 +44,18 @@ export class AcquireWaits {
 
   /** `capped`: the key's policy caps its waiters, so the wait is admitted only after that count is checked. */
   async open(req: WaitingAcquire, ctx: EventContext, signal?: AbortSignal, capped = false): Promise<AcquireWait> {
-    const wait = new AcquireWait(this, req, ctx, signal);
     // Others here already wait on this key: it is hot, and a first try would almost surely find it
     // held. Recorded first, one try covers what try-record-try covers — but only for a session
     // whose token the store has already accepted: nothing is recorded for an unchecked caller.
-    if (!capped && this.deps.records && this.deps.waiters.count(req.key) > 0 && this.verified.get(req.session.sessionId) === req.session.tokenHash) {
+    const wait = new AcquireWait(this, req, ctx, signal, capped);
+    // (A store that records the wait in the try itself needs neither: its first try covers both.)
+    if (
+      !capped &&
+      this.deps.records &&
+      !this.deps.records.recordsOnTry &&
+      this.deps.waiters.count(req.key) > 0 &&
+      this.verified.get(req.session.sessionId) === req.session.tokenHash
+    ) {
       try {
         wait.admit(null);
         await this.deps.records.begin(wait.waiter);
@@ -88,12 +95,16 @@ export class AcquireWait {
   private readonly polls = { count: 0 };
   /** The waiter's releasesSeen before its latest try: a release after it that this wait did not win is handed on. */
   private seenAtLastTry = 0;
+  /** A try carrying this wait's record got no answer (the store failed): it may have been recorded. */
+  private recordUncertain = false;
 
   constructor(
     private readonly owner: AcquireWaits,
     private readonly req: WaitingAcquire,
     private readonly ctx: EventContext,
     private readonly signal: AbortSignal | undefined,
+    /** The key's policy caps its waiters: recorded only after that count is checked (never by a try). */
+    private readonly capped = false,
   ) {
     this.deps = owner.deps;
     this.startedAt = this.deps.clock.now();
@@ -163,6 +174,29 @@ export class AcquireWait {
   /** The wait's id while it is recorded in the fleet state: a grant to it ends it in the same write. */
   get recordedWaitId(): string | undefined {
     return this.waiter.recordedInStore ? this.waiter.waitId : undefined;
+  }
+
+  /**
+   * The record for the next try to keep should it find the key held, on stores that record waits
+   * in the try (one statement where try, record and try again took three); undefined when the wait
+   * is recorded already, its key's policy caps waiters, or the session's waits here are at the cap
+   * (admit refuses it). Counted as recorded from now: if no answer comes, it may have been.
+   */
+  recordOnTry(): WaitToRecord | undefined {
+    const records = this.deps.records;
+    if (!records?.recordsOnTry || this.capped || (this.waiter.recordedInStore && !this.recordUncertain)) return undefined;
+    if (!this.waiter.admitted && this.deps.waiters.countForSession(this.req.session.sessionId) >= this.deps.contention.maxWaitsPerSession) return undefined;
+    this.waiter.recordedInStore = true;
+    this.recordUncertain = true;
+    return records.toRecordOnTry(this.waiter);
+  }
+
+  /** The answer to a try that carried the wait's record: recorded only when it found the key held and says so. */
+  triedWithRecord(result: TryAcquireResult | null): void {
+    if (result === null) return; // no answer: still uncertain, and the next try sends the record again
+    this.recordUncertain = false;
+    this.waiter.recordedInStore = result.kind === 'held' && result.waitRecorded === true;
+    if (this.waiter.recordedInStore) this.waited = true;
   }
 
   /**
@@ -245,6 +279,12 @@ export class AcquireWait {
     }
     // A wait that ended by a refusal or an error (its session ended, the store failed) is observed too.
     if (this.waited) this.end(this.fellBack ? 'fallback' : 'aborted');
+    if (this.recordUncertain) {
+      // Its try got no answer: ended without waiting on a store that may not answer either.
+      this.recordUncertain = false;
+      this.waiter.recordedInStore = false;
+      this.deps.records?.endUncertain(this.waiter.waitId, this.req.key, this.req.session);
+    }
     // Told of a release after its last try and leaving without the key (deadline, abort, refusal):
     // the release may still be unclaimed, so the next waiter in line gets it rather than its recheck timer.
     if (this.waiter.woken || this.waiter.releasesSeen > this.seenAtLastTry) this.deps.waiters.keyReleased(this.req.key);

@@ -177,7 +177,11 @@ export class LockService {
         }
         const seen = wait.releasesSeen;
         const waitId = wait.recordedWaitId;
-        const result = await wait.attempt(() => this.store.tryAcquire(waitId !== undefined ? { ...attempt, waitId } : attempt));
+        const recordWait = wait.recordOnTry();
+        const result = await wait.attempt(() =>
+          this.store.tryAcquire({ ...attempt, ...(waitId !== undefined ? { waitId } : {}), ...(recordWait ? { recordWait } : {}) }),
+        );
+        if (recordWait) wait.triedWithRecord(result);
         if (result === null) continue; // the store was down and the wait rode it out: try again
         if (result.kind === 'granted') {
           if (waitId !== undefined && !result.existing) wait.recordEndedByGrant();

@@ -5,7 +5,7 @@
  * and on every sweep — else the row would count as a waiter and as an edge of the wait-for graph
  * until its session or instance ended.
  */
-import type { FleetWaitState, HeldLock, SessionCredential } from '../store/spi.js';
+import type { FleetWaitState, HeldLock, SessionCredential, WaitToRecord } from '../store/spi.js';
 import type { Clock } from './clock.js';
 import type { StoreHealth } from './store-health.js';
 import type { Waiter } from './waiters.js';
@@ -32,6 +32,17 @@ export class WaitRecords {
     /** Gives back a grant a release handed to a wait that has left (its caller will never answer it). */
     private readonly giveBack: (grant: HeldLock, session: SessionCredential) => void,
   ) {}
+
+  /** The store records a wait in the try that finds its key held (FleetWaitState.recordsOnTry). */
+  get recordsOnTry(): boolean {
+    return this.fleet.recordsOnTry;
+  }
+
+  /** The record a try sends for the store to keep should it find the key held (recordsOnTry). */
+  toRecordOnTry(waiter: Waiter): WaitToRecord {
+    const { sessionId: _sessionId, key: _key, ...record } = waitRecordOf(waiter, this.instanceId, this.clock.now());
+    return record;
+  }
 
   async begin(waiter: Waiter): Promise<void> {
     waiter.recordedInStore = true;
@@ -62,6 +73,24 @@ export class WaitRecords {
       return;
     }
     this.fleet.endWait(waitId).catch(() => this.remember(waitId));
+  }
+
+  /**
+   * Not awaited: ends a record a try may have made though no answer came (the store failed, or a
+   * gate refused the try before it was sent). A grant handed to it meanwhile is given back.
+   */
+  endUncertain(waitId: string, key: string, session: SessionCredential): void {
+    const wait = { key, session };
+    if (!this.health.up) {
+      this.remember(waitId, wait);
+      return;
+    }
+    this.fleet.endWait(waitId).then(
+      (handed) => {
+        if (handed) this.giveBack(handed, session);
+      },
+      () => this.remember(waitId, wait),
+    );
   }
 
   /** Sends the remembered ends, a few at a time so client traffic is not queued behind them. */

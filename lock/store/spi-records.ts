@@ -24,6 +24,19 @@ export interface AcquireAttempt {
    * own write, so no read after the grant is answered counts the new holder as waiting.
    */
   waitId?: string;
+  /**
+   * A wait to record should the try find the key held by another live session, in the try's own
+   * write (FleetWaitState.recordsOnTry): the answer says whether it was (`waitRecorded`).
+   */
+  recordWait?: WaitToRecord;
+}
+
+/** A wait as FleetWaitState.beginWait records it (without the session and key, which the request names). */
+export interface WaitToRecord {
+  waitId: string;
+  instanceId: string;
+  ttlMillis?: number;
+  deadlineMillis?: number;
 }
 
 export interface RenewRequest {
@@ -87,7 +100,7 @@ export type TryAcquireResult =
    * Held by another live session. `observedRevision` is the backend's revision
    * at which this was seen (etcd header revision), for revision-addressed waits.
    */
-  | { kind: 'held'; holder: HeldLock; observedRevision?: string }
+  | { kind: 'held'; holder: HeldLock; observedRevision?: string; waitRecorded?: boolean }
   | SessionRefusal;
 
 export type RenewResult =

@@ -259,6 +259,13 @@ export interface FleetWaitState {
    */
   readonly handsOff: boolean;
   /**
+   * True when tryAcquire records `recordWait` in its own write on finding the key held by another
+   * live session (SQL): decided under the lock row's lock, so a release of that grant comes after
+   * the record and hands the key to the wait or announces the release. The answer's
+   * `waitRecorded` says it was; else (instance gone, or a store without this) nothing was recorded.
+   */
+  readonly recordsOnTry: boolean;
+  /**
    * Records a wait; a no-op when the session (or instance) is already gone. `ttlMillis` is the
    * grant's TTL should a release hand it the key, `deadlineMillis` what is left of its budget; a
    * wait recorded without them is never handed a key (it wakes and tries, as before handoff).

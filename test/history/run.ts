@@ -80,6 +80,9 @@ export async function runHistory(options: RunOptions): Promise<RunResult> {
         options.deadlineMillis ?? 600_000,
         options.wallBudgetMillis === undefined ? Infinity : Math.max(MIN_WORKLOAD_MILLIS, options.wallBudgetMillis - startMillis - WIND_DOWN_MILLIS),
       ),
+      // A wall-budgeted run still takes the steps to its first fault (gapSteps' max, plus a few after it),
+      // however slow the start was (at load 14 a 49 s start left 8 steps and no fault).
+      ...(options.wallBudgetMillis !== undefined ? { minSteps: Math.min(options.steps, (options.gapSteps?.[1] ?? 45) + 5) } : {}),
       seed: options.seed,
       sessionTtlMillis: options.sessionTtlMillis ?? 4_000,
       lockTtlMillis: options.lockTtlMillis ?? 2_000,

@@ -33,6 +33,8 @@ export interface WorkloadOptions {
   steps: number;
   /** Only bounds a run that cannot make progress (every step failing slowly). */
   deadlineMillis: number;
+  /** Steps taken even past the deadline: on a slow machine the run still reaches its first fault. */
+  minSteps?: number;
   seed: number;
   sessionTtlMillis: number;
   lockTtlMillis: number;
@@ -67,7 +69,7 @@ export function startWorkload(options: WorkloadOptions): Workload {
     errors.set(k, (errors.get(k) ?? 0) + 1);
   };
   const nextStep = () => {
-    if (!running || taken >= options.steps || Date.now() > deadline) {
+    if (!running || taken >= options.steps || (Date.now() > deadline && taken >= (options.minSteps ?? 0))) {
       running = false;
       return false;
     }

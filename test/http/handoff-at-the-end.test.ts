@@ -12,7 +12,7 @@ import { eventually, httpClient } from '../support/http.js';
 import { startServer, type TestServer } from '../support/server.js';
 
 /**
- * Runs `beforeEnd` just before the store ends a wait's record. Each record is kept with 10 s more
+ * Runs `beforeEnd` just before the store ends a wait's record. Each record (by beginWait or by the try) is kept with 10 s more
  * budget than its wait has, so a release made at the wait's own deadline still finds it in budget:
  * the store's view of a release landing a moment before the deadline, which the end then reveals.
  */
@@ -37,6 +37,13 @@ function withHookedWaitEnds(store: LockStore, beforeEnd: (waitId: string) => Pro
   return new Proxy(store, {
     get(target, property, receiver) {
       if (property === 'fleet') return hookedFleet;
+      // A wait recorded by the try that finds the key held (FleetWaitState.recordsOnTry) gets the same 10 s.
+      if (property === 'tryAcquire') {
+        return (req: Parameters<LockStore['tryAcquire']>[0]) =>
+          target.tryAcquire(
+            req.recordWait?.deadlineMillis !== undefined ? { ...req, recordWait: { ...req.recordWait, deadlineMillis: req.recordWait.deadlineMillis + 10_000 } } : req,
+          );
+      }
       const value = Reflect.get(target, property, receiver);
       return typeof value === 'function' ? value.bind(target) : value;
     },

@@ -190,6 +190,34 @@ describe.each(['postgres', 'embedded'] as const)('release handoff on %s', (backe
     expect(await fleet.endWait(lapsingWait)).toBeNull();
   });
 
+  it('a try that finds the key held records the wait it carries, in its own write; a try that is granted, or refused, records nothing', async () => {
+    run += 1;
+    const key = `on-try-${run}`;
+    const [holder, waiter, refused] = await Promise.all([openTestSession(store), openTestSession(store), openTestSession(store)]);
+    const recorded = async (waitId: string) =>
+      (await db.query('SELECT count(*)::int AS n FROM holdfast_waiters WHERE wait_id = $1', [waitId]))[0]!.n as number;
+    const record = (label: string, instance = instanceId) => ({ waitId: `w-${label}-${backend}-${run}`, instanceId: instance, ttlMillis: 30_000, deadlineMillis: 60_000 });
+
+    const free = await store.tryAcquire({ key, session: holder.credential, ttlMillis: 60_000, recordWait: record('free') });
+    expect(free.kind).toBe('granted');
+    expect(await recorded(record('free').waitId)).toBe(0);
+    expect(await store.tryAcquire({ key, session: refused.impostor, ttlMillis: 60_000, recordWait: record('impostor') })).toEqual({ kind: 'unauthenticated' });
+    expect(await recorded(record('impostor').waitId)).toBe(0);
+    const unknownInstance = await store.tryAcquire({ key, session: waiter.credential, ttlMillis: 60_000, recordWait: record('orphan', 'i_never_registered') });
+    expect(unknownInstance).toMatchObject({ kind: 'held' });
+    expect(unknownInstance.kind === 'held' && unknownInstance.waitRecorded).toBeFalsy();
+    expect(await recorded(record('orphan').waitId)).toBe(0);
+
+    const held = await store.tryAcquire({ key, session: waiter.credential, ttlMillis: 60_000, recordWait: record('held') });
+    expect(held).toMatchObject({ kind: 'held', waitRecorded: true });
+    expect((await fleet.waiterCounts([key])).get(key)).toBe(1);
+    // The recorded wait is the one the holder's release hands the key to.
+    if (free.kind !== 'granted') throw new Error('unreachable');
+    const handed = handedTo(await store.release({ key, session: holder.credential, fencingToken: free.grant.fencingToken }));
+    expect(handed).toMatchObject({ waitId: record('held').waitId, sessionId: waiter.record.sessionId });
+    expect(compareTokens(handed.fencingToken, free.grant.fencingToken)).toBeGreaterThan(0);
+  });
+
   it('a refused release changes nothing and hands nothing', async () => {
     run += 1;
     const key = `refused-${run}`;

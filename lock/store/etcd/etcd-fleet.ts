@@ -31,6 +31,8 @@ export class EtcdFleet implements FleetWaitState {
    * release wakes the key's waiters (their revision-addressed watches) and they try.
    */
   readonly handsOff = false;
+  /** A wait is recorded by beginWait: an etcd txn's failure branch could put it, but not only on "held". */
+  readonly recordsOnTry = false;
 
   /** Leases of the instances this process heartbeats (normally one). */
   private readonly instanceLeases = new Map<string, string>();

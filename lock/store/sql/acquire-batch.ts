@@ -6,13 +6,15 @@
  * session refusal); a key asked for twice waits for the next round, so within
  * one call every key is decided once.
  */
-import type { SessionCredential } from '../spi.js';
+import type { SessionCredential, WaitToRecord } from '../spi.js';
 import type { Queryable, Row } from './queryable.js';
 
 export interface AcquireRequest {
   key: string;
   session: SessionCredential;
   ttlMillis: number;
+  /** Recorded as a wait if the try finds the key held by another live session (AcquireAttempt.recordWait). */
+  recordWait?: WaitToRecord;
 }
 
 /** One row per request: `kind` is granted | existing | held | session_not_found | unauthenticated | retry. */
@@ -30,6 +32,12 @@ const withWaitsEnded = (select: string) => `WITH r AS (${select}),
 const BATCH_SQL = withWaitsEnded(`SELECT r_index AS index, r_kind AS kind, r_key AS key, r_session_id AS session_id, r_owner AS owner,
     r_fencing_token AS fencing_token, r_ttl_millis AS ttl_millis, r_granted_at AS granted_at, r_expires_at AS expires_at
   FROM holdfast_try_acquire_batch($1::text[], $2::text[], $3::text[], $4::integer[])`);
+
+/** The same with wait records (migration 11): `wait_recorded` on a held row says the wait was recorded. */
+const WAITING_BATCH_SQL = withWaitsEnded(`SELECT r_index AS index, r_kind AS kind, r_key AS key, r_session_id AS session_id, r_owner AS owner,
+    r_fencing_token AS fencing_token, r_ttl_millis AS ttl_millis, r_granted_at AS granted_at, r_expires_at AS expires_at,
+    r_wait_recorded AS wait_recorded
+  FROM holdfast_acquire_or_wait_batch($1::text[], $2::text[], $3::text[], $4::integer[], $5::text[], $6::text[], $7::integer[], $8::bigint[])`);
 
 const SINGLE_SQL = withWaitsEnded(`SELECT r_kind AS kind, r_key AS key, r_session_id AS session_id, r_owner AS owner, r_fencing_token AS fencing_token,
     r_ttl_millis AS ttl_millis, r_granted_at AS granted_at, r_expires_at AS expires_at
@@ -51,7 +59,10 @@ export async function acquireInRounds(db: Queryable, batch: readonly AcquireRequ
       }
     }
     // A lone request takes the one-request function: the same rules without the batch's array work.
-    const rows = round.length === 1 ? [await acquireSingle(db, round[0]!.request)] : await acquireOnce(db, round.map((item) => item.request));
+    const rows =
+      round.length === 1 && !round[0]!.request.recordWait
+        ? [await acquireSingle(db, round[0]!.request)]
+        : await acquireOnce(db, round.map((item) => item.request));
     round.forEach((item, i) => (results[item.index] = rows[i]!));
     pending = later;
   }
@@ -64,12 +75,16 @@ export async function acquireInRounds(db: Queryable, batch: readonly AcquireRequ
 
 /** One call for a batch of distinct keys. */
 async function acquireOnce(db: Queryable, batch: readonly AcquireRequest[]): Promise<AcquireRow[]> {
-  const rows = await db.query<AcquireRow>(BATCH_SQL, [
-    batch.map((r) => r.key),
-    batch.map((r) => r.session.sessionId),
-    batch.map((r) => r.session.tokenHash),
-    batch.map((r) => r.ttlMillis),
-  ]);
+  const params = [batch.map((r) => r.key), batch.map((r) => r.session.sessionId), batch.map((r) => r.session.tokenHash), batch.map((r) => r.ttlMillis)];
+  const rows = batch.some((r) => r.recordWait)
+    ? await db.query<AcquireRow>(WAITING_BATCH_SQL, [
+        ...params,
+        batch.map((r) => r.recordWait?.waitId ?? null),
+        batch.map((r) => r.recordWait?.instanceId ?? null),
+        batch.map((r) => r.recordWait?.ttlMillis ?? null),
+        batch.map((r) => (r.recordWait?.deadlineMillis === undefined ? null : Math.max(0, Math.floor(r.recordWait.deadlineMillis)))),
+      ])
+    : await db.query<AcquireRow>(BATCH_SQL, params);
   const byIndex: AcquireRow[] = new Array(batch.length);
   for (const row of rows) byIndex[Number(row.index) - 1] = row;
   for (let i = 0; i < batch.length; i++) {

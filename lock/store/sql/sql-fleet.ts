@@ -46,6 +46,7 @@ const EDGES = (onlyUnresolved: boolean) => `
 
 export class SqlFleet implements FleetWaitState, ReleaseFeed {
   readonly handsOff = true;
+  readonly recordsOnTry = true;
 
   constructor(private readonly db: SqlDatabase) {}
 

@@ -53,7 +53,7 @@ export class SqlGrants {
       case 'unauthenticated':
         return { kind: row.kind };
       case 'held':
-        return { kind: 'held', holder: toLock(row) };
+        return { kind: 'held', holder: toLock(row), ...(row.wait_recorded === true ? { waitRecorded: true } : {}) };
       default: {
         const lock = toLock(row);
         return { kind: 'granted', grant: toGrant(lock), owner: lock.owner, existing: row.kind === 'existing' };
