@@ -5,6 +5,7 @@
  */
 import { Command, Option } from 'commander';
 import { registerAudit } from './commands/audit.js';
+import { registerBackup } from './commands/backup.js';
 import { registerCompletion } from './commands/completion.js';
 import { registerLock } from './commands/lock.js';
 import { registerLocks } from './commands/locks.js';
@@ -14,6 +15,7 @@ import { registerRevoke } from './commands/revoke.js';
 import { registerServer } from './commands/server.js';
 import { registerSessions } from './commands/sessions.js';
 import { registerStatus } from './commands/status.js';
+import { registerTokens } from './commands/tokens.js';
 import { registerVersion } from './commands/version.js';
 import { CliContext, OUTPUT_FORMATS } from './context.js';
 
@@ -53,6 +55,8 @@ export function buildProgram(options: ProgramOptions = {}): { program: Command; 
   registerAudit(program, ctx);
   registerPolicies(program, ctx);
   registerStatus(program, ctx);
+  registerTokens(program, ctx);
+  registerBackup(program, ctx);
   registerVersion(program, ctx);
   registerCompletion(program);
   return { program, ctx };

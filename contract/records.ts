@@ -146,7 +146,7 @@ export const LockOutcomeSchema = Type.Object(
 /** Force-revoke's result only; never on an acquire path. */
 export type LockOutcome = Static<typeof LockOutcomeSchema>;
 
-export const AUDIT_ACTIONS = ['lock.revoke', 'session.kill', 'audit.prune'] as const;
+export const AUDIT_ACTIONS = ['lock.revoke', 'session.kill', 'audit.prune', 'tokens.advance'] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 export const AuditEntrySchema = Type.Object(
@@ -155,11 +155,11 @@ export const AuditEntrySchema = Type.Object(
     at: epochMillis('store clock'),
     actor: Type.String({ description: 'the name of the admin token' }),
     action: StringEnum(AUDIT_ACTIONS),
-    target: Type.String({ description: 'The lock key for lock.revoke, the session id for session.kill, `audit` for audit.prune.' }),
+    target: Type.String({ description: 'The lock key for lock.revoke, the session id for session.kill, `audit` for audit.prune, `tokens` for tokens.advance.' }),
     fencingToken: Type.Optional(FencingTokenSchema),
     reason: Type.String(),
     outcome: Type.String({
-      description: 'REVOKED / NOT_HELD / TOKEN_MISMATCH for revokes; KILLED / NOT_FOUND for kills; PRUNED / NOTHING_PRUNED for prunes.',
+      description: 'REVOKED / NOT_HELD / TOKEN_MISMATCH for revokes; KILLED / NOT_FOUND for kills; PRUNED / NOTHING_PRUNED for prunes; ADVANCED for tokens.advance (its fencingToken: every later token is above it).',
     }),
     requestId: Type.String(),
     prevHash: Type.String(),

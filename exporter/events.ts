@@ -40,6 +40,10 @@ export interface EventFields {
   credentials_reloaded: { credential: 'tokens' | 'audit_key'; file: string; cause: 'change' | 'sighup'; entries: number };
   /** Issue 25: a changed tokens or audit key file was refused; the last good one stays in force. */
   credentials_reload_refused: { credential: 'tokens' | 'audit_key'; file: string; cause: 'change' | 'sighup'; message: string };
+  /** Issue 25: the store was restored (or copied) and not advanced: writes are refused until `holdfast tokens advance`. */
+  store_restored: { recordedIdentity: string; liveIdentity: string; message: string };
+  /** Issue 25: an advance was seen on a store found restored: writes are served again. */
+  store_advanced: { identity: string };
 }
 
 export type EventName = keyof EventFields;
@@ -67,6 +71,8 @@ export const EVENT_LEVELS: Record<EventName, 'info' | 'warn' | 'error' | 'debug'
   audit_pruned: 'warn',
   credentials_reloaded: 'info',
   credentials_reload_refused: 'error',
+  store_restored: 'error',
+  store_advanced: 'info',
 };
 
 export type { EventContext } from '../contract/lock-events.js';

@@ -115,6 +115,23 @@ export class NotLeaderError extends HoldfastError {
  */
 export class DrainingError extends NotLeaderError {}
 
+/**
+ * The store was restored from a backup (or copied) and its token sequence not advanced: it would
+ * re-issue tokens, so writes are refused and reads served (issue 25, lock/store/restore-guard.ts).
+ * NOT_LEADER on the wire — the store cannot take writes — but not a NotLeaderError: the store
+ * answers, so it must not be counted down (that would refuse reads too).
+ */
+export class StoreRestoredError extends HoldfastError {
+  readonly code = ERROR_CODE.NOT_LEADER;
+  override readonly retryAfterSeconds = 5;
+  constructor() {
+    super(STORE_RESTORED_MESSAGE);
+  }
+}
+
+/** The pinned message of StoreRestoredError (C3 "Restores"): it names the one command to run. */
+export const STORE_RESTORED_MESSAGE = 'store restored from a backup: run `holdfast tokens advance`';
+
 export class InternalError extends HoldfastError {
   readonly code = ERROR_CODE.INTERNAL;
 }

@@ -15,9 +15,10 @@ import type { Clock } from '../lock/core/clock.js';
 import { ActivityWindow } from '../lock/core/activity-window.js';
 import { systemClock } from '../lock/core/clock.js';
 import { LockService } from '../lock/core/lock-service.js';
-import { DrainingError } from '../lock/errors.js';
+import { DrainingError, STORE_RESTORED_MESSAGE } from '../lock/errors.js';
 import { buildHttpServer } from '../lock/http/server.js';
 import { openStore } from '../lock/store/open-store.js';
+import { guardRestoredStore } from '../lock/store/restore-guard.js';
 import type { LockStore } from '../lock/store/spi.js';
 import { registerLocalIdentityRoute } from '../lock/http/local-identity-route.js';
 import { ensureIdentityKey } from '../lock/local-identity.js';
@@ -79,9 +80,16 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
   // once the event log exists (the first comes a poll interval later at the earliest).
   let reportReload: ((reload: PolicyReload) => void) | undefined;
   const policies = openPolicies(config.HOLDFAST_POLICIES_FILE, (reload) => reportReload?.(reload));
-  const rawStore = options.store ?? (await openStore(config));
-  const metrics = createServerMetrics(rawStore.backend);
-  const events = createEventLog(rawStore.backend, options.logDestination ? { destination: options.logDestination } : {});
+  const openedStore = options.store ?? (await openStore(config));
+  const metrics = createServerMetrics(openedStore.backend);
+  const events = createEventLog(openedStore.backend, options.logDestination ? { destination: options.logDestination } : {});
+  // A store restored from a backup and not advanced refuses writes until `holdfast tokens advance` (issue 25).
+  const floorContext = { requestId: 'token-floor' };
+  const rawStore = await guardRestoredStore(openedStore, {
+    restored: (check) =>
+      events.emit('store_restored', floorContext, { recordedIdentity: check.recorded ?? '', liveIdentity: check.live, message: STORE_RESTORED_MESSAGE }),
+    advanced: (check) => events.emit('store_advanced', floorContext, { identity: check.live }),
+  });
   // The witness remembers the newest audit entry this process saw committed: verify then names
   // entries deleted behind a rewound head even when the head was re-sealed (lock/audit/witness.ts).
   const store = witnessedStore(instrumentStore(rawStore, metrics), new AuditWitness(), auditSealer);

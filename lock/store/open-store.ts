@@ -9,6 +9,7 @@ import { assertPrivateFile } from '../secret-files.js';
 import type { ServerConfig } from '../config.js';
 import type { EtcdStoreOptions } from './etcd/etcd-store.js';
 import type { LockStore } from './spi.js';
+import { embeddedIdentity } from './sql/embedded-identity.js';
 import { PgliteDatabase } from './sql/pglite-database.js';
 import { SqlLockStore } from './sql/sql-store.js';
 
@@ -20,7 +21,7 @@ export async function openStore(config: ServerConfig): Promise<LockStore> {
       const ownerDir = path.resolve(config.HOLDFAST_DATA_DIR);
       // Created (owner-only) by the first start's initdb; may be a symbolic link to another disk.
       const dataDir = path.join(ownerDir, 'pgdata');
-      store = new SqlLockStore(await PgliteDatabase.open(dataDir, undefined, { ownerDir }), 'embedded', { sealer });
+      store = new SqlLockStore(await PgliteDatabase.open(dataDir, undefined, { ownerDir }), 'embedded', { sealer, identity: embeddedIdentity(ownerDir) });
       break;
     }
     case 'postgres': {

@@ -223,3 +223,25 @@ export interface AuditQuery extends ListQuery {
   /** The lock key or session id the entry is about. */
   target?: string;
 }
+
+/** Issue 25: whether the store's data lives where it was last recorded (TokenFloor.check). */
+export interface StoreIdentityCheck {
+  /** `restored`: the data was recorded at another place (restored from a backup, or copied) and not advanced here since. */
+  state: 'current' | 'restored';
+  /** Where the data says it lives; null on a store that has never recorded one. */
+  recorded: string | null;
+  /** Where it lives now (PostgreSQL: cluster system identifier and database oid; embedded: the data dir's store id). */
+  live: string;
+}
+
+/** Issue 25: what `holdfast tokens advance` did (TokenFloor.advance). */
+export interface TokenAdvanceResult {
+  /** The sequence's last value before: at least every token issued before the advance. */
+  previous: FencingToken;
+  /** Every token drawn after the advance is above this (the store clock in microseconds, or `previous` if higher). */
+  floor: FencingToken;
+  /** The identity recorded: writes are served again. */
+  identity: string;
+  /** The advance's own `tokens.advance` audit entry, in the same transaction. */
+  audit: AuditEntry;
+}

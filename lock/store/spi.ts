@@ -81,8 +81,10 @@ import type {
   SessionCredential,
   SessionRecord,
   SessionRefusal,
+  StoreIdentityCheck,
   StoreSummary,
   SummaryQuery,
+  TokenAdvanceResult,
   TryAcquireResult,
 } from './spi-records.js';
 
@@ -152,6 +154,26 @@ export interface LockStore {
   readonly releaseFeed?: ReleaseFeed;
   /** Wait state shared by every instance on the store, and the instance registry. */
   readonly fleet?: FleetWaitState;
+  /** Restores never re-issue a token (issue 25): the store's identity and its token floor. */
+  readonly tokenFloor?: TokenFloor;
+}
+
+/**
+ * A store's optional `tokenFloor` (issue 25). A store records where its data lives; a restored or
+ * copied store finds another place recorded than where it runs (`check` says `restored`), and
+ * lock/store/restore-guard.ts then refuses writes until `advance` has run.
+ * - advance raises the token sequence to at least the store clock in microseconds: a store never
+ *   draws more than one token per microsecond on average, and its sequence only ever jumps to a
+ *   clock reading, so every token issued before now is below now in microseconds — without trusting
+ *   the backup or keeping anything outside it (assumption: the store clock does not run back past
+ *   the restore). It records the live identity and appends a `tokens.advance` audit entry, in one
+ *   transaction.
+ * - check claims a store that has recorded no identity yet (a new store, or one from before this
+ *   release); claiming a store whose sequence has already drawn tokens advances it first.
+ */
+export interface TokenFloor {
+  check(): Promise<StoreIdentityCheck>;
+  advance(req: { audit: AuditDraft }): Promise<TokenAdvanceResult>;
 }
 
 export type WaitResult =

@@ -10,7 +10,7 @@ import { LiveControl, useLive, useNow } from '../../components/live';
 import { Empty, ErrorState, Loading } from '../../components/query-state';
 
 const PAGE_SIZE = 50;
-const ACTIONS = ['lock.revoke', 'session.kill', 'audit.prune'] as const;
+const ACTIONS = ['lock.revoke', 'session.kill', 'audit.prune', 'tokens.advance'] as const;
 
 export function AuditView() {
   const router = useRouter();

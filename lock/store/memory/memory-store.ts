@@ -34,6 +34,7 @@ import type {
   SessionRefusal,
   StoreSummary,
   SummaryQuery,
+  TokenFloor,
   TryAcquireResult,
   AcquireAttempt,
 } from '../spi.js';
@@ -67,6 +68,22 @@ export class MemoryLockStore implements LockStore {
     this.sealer = options.sealer ?? createAuditSealer();
     this.backend = options.backend ?? 'embedded';
   }
+
+  /**
+   * Issue 25: nothing here outlives the process, so it is never restored (always `current`); advance
+   * raises the counter to the store clock in microseconds like the durable stores (conformance).
+   */
+  readonly tokenFloor: TokenFloor = {
+    check: async () => ({ state: 'current', recorded: 'memory', live: 'memory' }),
+    advance: async (req) => {
+      const previous = this.lastToken.toString();
+      const clockMicros = BigInt(this.now()) * 1000n;
+      if (clockMicros > this.lastToken) this.lastToken = clockMicros;
+      const floor = this.lastToken.toString();
+      const audit = this.append({ ...req.audit, action: 'tokens.advance', target: 'tokens', outcome: 'ADVANCED', fencingToken: floor });
+      return { previous, floor, identity: 'memory', audit };
+    },
+  };
 
   async init(): Promise<void> {}
   async close(): Promise<void> {}

@@ -39,6 +39,7 @@ import type {
   AuthenticateResult,
   RenewRequest,
   SummaryQuery,
+  TokenFloor,
 } from '../spi.js';
 import type { AcquireRequest } from './acquire-batch.js';
 import type { SqlDatabase } from './queryable.js';
@@ -49,10 +50,13 @@ import { SqlFleet } from './sql-fleet.js';
 import { SqlGrants } from './sql-grants.js';
 import { SqlSessions } from './sql-sessions.js';
 import { summarize } from './sql-summary.js';
+import { databaseIdentity, SqlTokenFloor } from './token-floor.js';
 
 export interface SqlLockStoreOptions {
   /** Seals audit entries (keyed when HOLDFAST_AUDIT_KEY_FILE is set). */
   sealer?: AuditSealer;
+  /** Where the store lives (issue 25, token-floor.ts); default: the database's own identity. */
+  identity?: () => Promise<string>;
 }
 
 export class SqlLockStore implements LockStore {
@@ -60,6 +64,8 @@ export class SqlLockStore implements LockStore {
   readonly fleet: SqlFleet;
   /** Releases announced after commit: the fleet's LISTEN on the channel the locks trigger notifies. */
   readonly releaseFeed: ReleaseFeed;
+  /** Restores never re-issue a token (token-floor.ts). */
+  readonly tokenFloor: TokenFloor;
   private readonly audit: SqlAudit;
   private readonly sessions: SqlSessions;
   private readonly grants: SqlGrants;
@@ -74,6 +80,7 @@ export class SqlLockStore implements LockStore {
     this.grants = new SqlGrants(db, backend, this.audit);
     this.fleet = new SqlFleet(guardedDatabase(db, backend));
     this.releaseFeed = this.fleet;
+    this.tokenFloor = new SqlTokenFloor(db, backend, this.audit, options.identity ?? databaseIdentity(db));
   }
 
   async init(): Promise<void> {
