@@ -11,6 +11,7 @@
  */
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 
@@ -41,7 +42,9 @@ export async function previousRelease(commitish = PREVIOUS_RELEASE_COMMIT): Prom
 
   const started = Date.now();
   mkdirSync(cacheRoot, { recursive: true });
-  const staging = mkdtempSync(`${dir}.building-`);
+  // Built outside node_modules: tsc emits nothing for a source whose path runs through a node_modules
+  // folder (it takes it for a library's), which would drop the SDK files the old CLI imports.
+  const staging = mkdtempSync(path.join(tmpdir(), `holdfast-prev-${commit.slice(0, 12)}-`));
   try {
     await run('sh', ['-c', `git -C "$ROOT" archive --format=tar "$COMMIT" | tar -x -C "$DEST"`], {
       env: { ...process.env, ROOT: root, COMMIT: commit, DEST: staging },
@@ -69,13 +72,17 @@ export async function previousRelease(commitish = PREVIOUS_RELEASE_COMMIT): Prom
     });
     const buildMillis = Date.now() - started;
     writeFileSync(path.join(staging, MARKER), JSON.stringify({ commit, builtAt: new Date().toISOString(), buildMillis }));
+    // Copied beside the cache, then renamed into place: a half-copied release is never at `dir`.
+    const arriving = mkdtempSync(`${dir}.arriving-`);
+    await run('cp', ['-a', `${staging}/.`, arriving], { timeout: 300_000 });
     try {
-      renameSync(staging, dir);
+      renameSync(arriving, dir);
     } catch (error) {
+      rmSync(arriving, { recursive: true, force: true });
       // Another run finished the same build first: use its copy.
       if (!existsSync(path.join(dir, MARKER))) throw error;
-      rmSync(staging, { recursive: true, force: true });
     }
+    rmSync(staging, { recursive: true, force: true });
     return { commit, dir, bin, buildMillis };
   } catch (error) {
     rmSync(staging, { recursive: true, force: true });

@@ -1,5 +1,5 @@
 /**
- * The SDK workload a rolling upgrade runs under: workers on one multi-endpoint client taking a few
+ * The SDK workload a rolling upgrade runs under: workers on multi-endpoint clients taking a few
  * shared keys in turn (half of them waiting on the server, half retrying from the client) and writing
  * to the fenced-resource oracle under each grant. Every HTTP answer is counted by endpoint, by the
  * release serving that endpoint at the time, and by status; every acquire's end is recorded (a grant,
@@ -29,6 +29,8 @@ export interface RollWorkloadOptions {
   lockTtlMillis: number;
   workMillis: number;
   acquireBudgetMillis: number;
+  /** A worker closes its session and opens another, through a client starting at the next endpoint, this often. */
+  acquiresPerSession: number;
   /** Bounds the run whatever happens: each worker stops after this many acquires. */
   maxAcquiresPerWorker: number;
 }
@@ -53,6 +55,8 @@ export interface RollWorkload {
   stop(): Promise<void>;
   overlaps(): string[];
   tokenOrderViolations(): string[];
+  /** 2xx answers each release gave since `snapshot` (a copy of `answers` taken earlier). */
+  servedSince(snapshot: ReadonlyMap<string, number>): Record<string, number>;
   /** Status codes of 500 and above other than 503, with their counts. */
   serverErrors(): [string, number][];
   summary(): string;
@@ -86,7 +90,13 @@ export function startRollWorkload(options: RollWorkloadOptions): RollWorkload {
         }
       }),
   );
-  const client = new LockClient({ transport: new EndpointsTransport(transports) });
+  /**
+   * A client's endpoint list starting at `first`. The SDK stays on an endpoint until it fails, so with
+   * one list every request would follow the same instance: rotated lists, renewed as sessions turn over,
+   * keep both instances (and so both releases, mid-roll) serving at once, as a load balancer would.
+   */
+  const clientStartingAt = (first: number) =>
+    new LockClient({ transport: new EndpointsTransport(transports.map((_, i) => transports[(first + i) % transports.length]!)) });
   let running = true;
 
   const report: RollWorkload = {
@@ -110,6 +120,16 @@ export function startRollWorkload(options: RollWorkloadOptions): RollWorkload {
       running = false;
       await Promise.all(workers);
     },
+    servedSince(snapshot) {
+      const served: Record<string, number> = {};
+      for (const [k, count] of answers) {
+        const [where, status] = k.split(' ');
+        if (!status?.startsWith('2')) continue;
+        const release = where!.split('/')[1]!;
+        served[release] = (served[release] ?? 0) + count - (snapshot.get(k) ?? 0);
+      }
+      return served;
+    },
     overlaps: () => findOverlaps(grants),
     tokenOrderViolations: () => findTokenOrderViolations(grants),
     serverErrors: () =>
@@ -128,10 +148,16 @@ export function startRollWorkload(options: RollWorkloadOptions): RollWorkload {
     // Half the workers park on the server (a wait that a release through either release's instance must wake).
     const waitMillis = w % 2 === 0 ? Math.min(2_000, options.acquireBudgetMillis) : 0;
     let session: Awaited<ReturnType<LockClient['openSession']>> | undefined;
+    let generation = 0;
     for (let n = 0; running && n < options.maxAcquiresPerWorker; n++) {
       try {
+        if (session && !session.lost && n % options.acquiresPerSession === 0) {
+          await session.close().catch((error: unknown) => bump(otherErrors, `close ${errorLabel(error)}`));
+          session = undefined;
+        }
         if (!session || session.lost) {
           if (session?.lost) report.sessionsLost += 1;
+          const client = clientStartingAt(w + generation++);
           session = await client.openSession({ ttlMillis: options.sessionTtlMillis, owner: `roll-worker-${w}` });
         }
       } catch (error) {

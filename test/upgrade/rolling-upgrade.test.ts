@@ -20,6 +20,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startEtcd, type EtcdNode } from '../support/etcd.js';
 import { FLEET_STORES } from '../support/fleet-pair.js';
+import { eventually } from '../support/http.js';
 import { sharedPostgres } from '../support/server.js';
 import { BIN, spawnServer, type ServerProcess } from '../support/server-process.js';
 import { PREVIOUS_RELEASE_COMMIT, previousRelease, releaseVersion, type PreviousRelease } from './previous-release.js';
@@ -45,12 +46,21 @@ describe.each(FLEET_STORES)('rolling upgrade from the previous release on %s', (
   let etcd: EtcdNode | undefined;
   let workDir: string;
   let env: Record<string, string>;
+  let operatorToken: string;
 
   beforeAll(async () => {
     workDir = mkdtempSync(path.join(tmpdir(), 'holdfast-roll-'));
     const tokensFile = path.join(workDir, 'tokens.json');
-    writeFileSync(tokensFile, JSON.stringify([{ name: 'roll-operator', token: randomBytes(32).toString('hex'), role: 'operator' }]), { mode: 0o600 });
-    const common = { HOLDFAST_ADMIN_TOKENS_FILE: tokensFile, HOLDFAST_DRAIN_DELAY_MS: '1000', HOLDFAST_DATA_DIR: path.join(workDir, 'data') };
+    operatorToken = randomBytes(32).toString('hex');
+    writeFileSync(tokensFile, JSON.stringify([{ name: 'roll-operator', token: operatorToken, role: 'operator' }]), { mode: 0o600 });
+    const auditKeyFile = path.join(workDir, 'audit.key');
+    writeFileSync(auditKeyFile, `${randomBytes(32).toString('hex')}\n`, { mode: 0o600 });
+    const common = {
+      HOLDFAST_ADMIN_TOKENS_FILE: tokensFile,
+      HOLDFAST_AUDIT_KEY_FILE: auditKeyFile,
+      HOLDFAST_DRAIN_DELAY_MS: '1000',
+      HOLDFAST_DATA_DIR: path.join(workDir, 'data'),
+    };
     if (store === 'postgres') {
       env = { ...common, HOLDFAST_STORE: 'postgres', DATABASE_URL: await (await sharedPostgres()).createDatabase(), HOLDFAST_PG_POOL_SIZE: '8' };
     } else {
@@ -77,6 +87,27 @@ describe.each(FLEET_STORES)('rolling upgrade from the previous release on %s', (
     return server;
   };
 
+  /**
+   * An audited action through one instance: a lock taken on a side key and force-revoked by the operator (A3).
+   * Entries appended by both releases, on one chain, while the other release also appends.
+   */
+  const revokeThrough = async (url: string, key: string): Promise<string> => {
+    const post = (route: string, body: unknown, token: string) =>
+      fetch(`${url}${route}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify(body) });
+    const opened = (await (await post('/v1/sessions', { ttlMillis: 30_000, owner: 'roll-audit' }, operatorToken)).json()) as { sessionId: string; sessionToken: string };
+    const granted = await post(`/v1/locks/${encodeURIComponent(key)}/acquire`, { sessionId: opened.sessionId, ttlMillis: 30_000 }, opened.sessionToken);
+    const revoked = await post(`/v1/admin/locks/${encodeURIComponent(key)}/revoke`, { reason: 'rolling upgrade audit probe' }, operatorToken);
+    const outcome = (await revoked.json()) as { outcome?: string };
+    await fetch(`${url}/v1/sessions/${opened.sessionId}`, { method: 'DELETE', headers: { authorization: `Bearer ${opened.sessionToken}` } });
+    return `${granted.status} ${revoked.status} ${outcome.outcome ?? JSON.stringify(outcome)}`;
+  };
+  const verifyThrough = async (url: string) =>
+    (await (await fetch(`${url}/v1/admin/audit/verify`, { headers: { authorization: `Bearer ${operatorToken}` } })).json()) as {
+      ok: boolean;
+      entries: number;
+      problem?: string;
+    };
+
   test('old, old → new, old → new, new under load: 0 overlaps, 0 stale writes, no 500, every acquire answered, tokens rising', async () => {
     const oldA = await startOld();
     const oldB = await startOld();
@@ -93,9 +124,12 @@ describe.each(FLEET_STORES)('rolling upgrade from the previous release on %s', (
       lockTtlMillis: 5_000,
       workMillis: 10,
       acquireBudgetMillis: 8_000,
+      acquiresPerSession: 8,
       maxAcquiresPerWorker: 2_000,
     });
     const phases: string[] = [];
+    const probes: string[] = [];
+    const mixedVerify: [string, unknown][] = [];
     let firstStopAt = Number.POSITIVE_INFINITY;
     let allNewAt = Number.POSITIVE_INFINITY;
     const tokensBy = (since: number, until = Number.POSITIVE_INFINITY) =>
@@ -104,6 +138,7 @@ describe.each(FLEET_STORES)('rolling upgrade from the previous release on %s', (
       const startedAt = Date.now();
       expect(await workload.grantsAfter(startedAt, GRANTS_PER_PHASE, PHASE_DEADLINE)).toBe(true);
       phases.push(`old+old: ${tokensBy(startedAt).length} grants`);
+      probes.push(await revokeThrough(oldA.url, 'roll-audit/1'), await revokeThrough(oldB.url, 'roll-audit/2'));
 
       // One at a time: the instance drains (503 to new acquires, SDK moves on), exits, and this release takes its address.
       for (const [index, old] of [oldA, oldB].entries()) {
@@ -117,17 +152,38 @@ describe.each(FLEET_STORES)('rolling upgrade from the previous release on %s', (
         const readyAt = Date.now();
         allNewAt = readyAt;
         expect(exit, `old ${endpoint.label} exits cleanly on SIGTERM`).toBe(0);
+        const answersAtReady = new Map(workload.answers);
         expect(await workload.grantsAfter(readyAt, GRANTS_PER_PHASE, PHASE_DEADLINE)).toBe(true);
+        if (index === 0) {
+          // Mixed fleet: both releases serve at once (waits parked on one woken by releases on the other, tokens
+          // drawn by both), not one after the other.
+          await eventually(async () => {
+            const served = workload.servedSince(answersAtReady);
+            return (served.old ?? 0) >= GRANTS_PER_PHASE && (served.new ?? 0) >= GRANTS_PER_PHASE;
+          }, PHASE_DEADLINE, 25);
+          // One audit chain appended to by both releases, interleaved.
+          probes.push(
+            await revokeThrough(fresh.url, 'roll-audit/3'),
+            await revokeThrough(oldB.url, 'roll-audit/4'),
+            await revokeThrough(fresh.url, 'roll-audit/5'),
+          );
+          mixedVerify.push(['new', await verifyThrough(fresh.url)], ['old', await verifyThrough(oldB.url)]);
+        }
         phases.push(
           `${endpoint.label} replaced (${readyAt - stoppedAt} ms from SIGTERM to the new instance ready, ${fresh.url}): ` +
-            `${tokensBy(stoppedAt).length} grants since`,
+            `${tokensBy(stoppedAt).length} grants since, 2xx answers by release since ${JSON.stringify(workload.servedSince(answersAtReady))}`,
         );
       }
+      probes.push(await revokeThrough(endpoints[0]!.url, 'roll-audit/6'), await revokeThrough(endpoints[1]!.url, 'roll-audit/7'));
     } finally {
       await workload.stop();
     }
+    const finalVerify = [await verifyThrough(endpoints[0]!.url), await verifyThrough(endpoints[1]!.url)];
 
-    console.log(`rolling upgrade on ${store}: ${phases.join('; ')}; ${workload.summary()}`);
+    console.log(
+      `rolling upgrade on ${store}: ${phases.join('; ')}; ${workload.summary()}; audit probes ${JSON.stringify(probes)}, ` +
+        `verify mid-roll ${JSON.stringify(mixedVerify)}, after ${JSON.stringify(finalVerify)}`,
+    );
 
     expect(workload.recorder.rejected).toEqual([]);
     expect(workload.overlaps()).toEqual([]);
@@ -148,6 +204,9 @@ describe.each(FLEET_STORES)('rolling upgrade from the previous release on %s', (
     expect(Object.fromEntries(workload.otherErrors)).toEqual({});
     expect(workload.sessionsLost).toBe(0);
     expect(workload.handlesLost).toBe(0);
+    // Audited actions through both releases, interleaved on one chain: every one applied, and the chain verifies.
+    expect(probes).toEqual(Array.from({ length: 7 }, () => '200 200 REVOKED'));
+    for (const verified of finalVerify) expect(verified).toMatchObject({ ok: true, entries: 7 });
     // Both releases served: the old one before and during the roll, this one after.
     const served = (release: string) => [...workload.answers].filter(([k]) => k.includes(`/${release} 2`)).reduce((n, [, c]) => n + c, 0);
     expect(served('old')).toBeGreaterThan(0);
