@@ -141,8 +141,9 @@ describe.each(FLEET_STORES)('rolling upgrade from the previous release on %s', (
       probes.push(await revokeThrough(oldA.url, 'roll-audit/1'), await revokeThrough(oldB.url, 'roll-audit/2'));
 
       // One at a time: the instance drains (503 to new acquires, SDK moves on), exits, and this release takes its address.
-      for (const [index, old] of [oldA, oldB].entries()) {
-        const endpoint = endpoints[index]!;
+      const olds = [oldA, oldB];
+      for (const [index, endpoint] of endpoints.entries()) {
+        const old = olds[index]!;
         const stoppedAt = Date.now();
         firstStopAt = Math.min(firstStopAt, stoppedAt);
         old.child.kill('SIGTERM');
@@ -173,6 +174,17 @@ describe.each(FLEET_STORES)('rolling upgrade from the previous release on %s', (
           `${endpoint.label} replaced (${readyAt - stoppedAt} ms from SIGTERM to the new instance ready, ${fresh.url}): ` +
             `${tokensBy(stoppedAt).length} grants since, 2xx answers by release since ${JSON.stringify(workload.servedSince(answersAtReady))}`,
         );
+        if (index === 0) {
+          // An old instance restarted mid-roll (a rescheduled pod, or a roll abandoned and rolled back) starts on the
+          // expanded schema and serves beside this release.
+          oldB.child.kill('SIGTERM');
+          expect(await oldB.exited).toBe(0);
+          olds[1] = await startOld(oldB.port);
+          const restartedAt = Date.now();
+          const answersAtRestart = new Map(workload.answers);
+          await eventually(async () => (workload.servedSince(answersAtRestart).old ?? 0) >= GRANTS_PER_PHASE, PHASE_DEADLINE, 25);
+          phases.push(`old B restarted beside new A: ${tokensBy(restartedAt).length} grants since`);
+        }
       }
       probes.push(await revokeThrough(endpoints[0]!.url, 'roll-audit/6'), await revokeThrough(endpoints[1]!.url, 'roll-audit/7'));
     } finally {
