@@ -6,10 +6,7 @@
  * not granted, or the error it threw), and one that does not end within its budget plus a margin is
  * recorded as hung instead of stalling the worker.
  */
-import { LockClient } from '../../client/client.js';
-import { EndpointsTransport } from '../../client/endpoints.js';
-import { HoldfastClientError, ServerError } from '../../client/errors.js';
-import { FetchTransport } from '../../client/transport.js';
+import type * as Sdk from '../../client/index.js';
 import { FencedResourceRecorder, findOverlaps, findTokenOrderViolations, type ObservedGrant } from '../support/fenced-resource.js';
 
 /** One address the client knows; the instance behind it is replaced during the roll. */
@@ -20,8 +17,21 @@ export interface RollEndpoint {
   release: string;
 }
 
+/**
+ * The SDK parts a worker uses: this checkout's `client/`, or the previous release's compiled SDK
+ * (its dist/client/index.js), so clients of both releases run through the roll.
+ */
+export interface RollSdk {
+  name: string;
+  LockClient: typeof Sdk.LockClient;
+  EndpointsTransport: typeof Sdk.EndpointsTransport;
+  FetchTransport: typeof Sdk.FetchTransport;
+}
+
 export interface RollWorkloadOptions {
   endpoints: RollEndpoint[];
+  /** Worker pairs take turns over these (each pair: one waiting on the server, one retrying from the client). */
+  sdks: RollSdk[];
   workers: number;
   keys: number;
   keyPrefix: string;
@@ -45,6 +55,8 @@ export interface RollWorkload {
   readonly answers: Map<string, number>;
   /** How acquire calls ended → count. */
   readonly acquireEnds: Map<AcquireEnd, number>;
+  /** Grants by the SDK that made them. */
+  readonly grantsBySdk: Map<string, number>;
   /** Errors the SDK threw outside acquire (open, release, close), by code. */
   readonly otherErrors: Map<string, number>;
   acquiresStarted: number;
@@ -62,23 +74,25 @@ export interface RollWorkload {
   summary(): string;
 }
 
+/** By the SDK error's `code` (and status and server code for a ServerError): classes differ between the two SDKs. */
 function errorLabel(error: unknown): string {
-  if (error instanceof ServerError) return `${error.code} ${error.status} ${error.serverCode}`;
-  if (error instanceof HoldfastClientError) return error.code;
-  return `${(error as Error).name}: ${(error as Error).message.slice(0, 100)}`;
+  const e = error as { code?: unknown; status?: unknown; serverCode?: unknown; name?: string; message?: string };
+  if (typeof e.code === 'string') return [e.code, e.status, e.serverCode].filter((part) => part !== undefined).join(' ');
+  return `${e.name}: ${String(e.message).slice(0, 100)}`;
 }
 
 export function startRollWorkload(options: RollWorkloadOptions): RollWorkload {
   const answers = new Map<string, number>();
   const acquireEnds = new Map<AcquireEnd, number>();
   const otherErrors = new Map<string, number>();
+  const grantsBySdk = new Map<string, number>();
   const recorder = new FencedResourceRecorder();
   const grants: ObservedGrant[] = [];
   const bump = <K>(map: Map<K, number>, key: K) => map.set(key, (map.get(key) ?? 0) + 1);
 
-  const transports = options.endpoints.map(
-    (endpoint) =>
-      new FetchTransport(endpoint.url, async (input, init) => {
+  const countingFetch =
+    (endpoint: RollEndpoint): typeof fetch =>
+      async (input, init) => {
         const release = endpoint.release;
         try {
           const response = await fetch(input, init);
@@ -88,15 +102,17 @@ export function startRollWorkload(options: RollWorkloadOptions): RollWorkload {
           bump(answers, `${endpoint.label}/${release} failed`);
           throw error;
         }
-      }),
-  );
+      };
   /**
    * A client's endpoint list starting at `first`. The SDK stays on an endpoint until it fails, so with
    * one list every request would follow the same instance: rotated lists, renewed as sessions turn over,
    * keep both instances (and so both releases, mid-roll) serving at once, as a load balancer would.
    */
-  const clientStartingAt = (first: number) =>
-    new LockClient({ transport: new EndpointsTransport(transports.map((_, i) => transports[(first + i) % transports.length]!)) });
+  const clientStartingAt = (sdk: RollSdk, first: number) => {
+    const n = options.endpoints.length;
+    const rotated = options.endpoints.map((_, i) => options.endpoints[(first + i) % n]!);
+    return new sdk.LockClient({ transport: new sdk.EndpointsTransport(rotated.map((e) => new sdk.FetchTransport(e.url, countingFetch(e)))) });
+  };
   let running = true;
 
   const report: RollWorkload = {
@@ -105,6 +121,7 @@ export function startRollWorkload(options: RollWorkloadOptions): RollWorkload {
     answers,
     acquireEnds,
     otherErrors,
+    grantsBySdk,
     acquiresStarted: 0,
     sessionsLost: 0,
     handlesLost: 0,
@@ -139,7 +156,7 @@ export function startRollWorkload(options: RollWorkloadOptions): RollWorkload {
       }),
     summary: () =>
       `answers ${JSON.stringify(Object.fromEntries([...answers].sort()))}; acquires ${report.acquiresStarted} ` +
-      `${JSON.stringify(Object.fromEntries(acquireEnds))}; grants ${grants.length}; fenced writes accepted ${recorder.accepted}, ` +
+      `${JSON.stringify(Object.fromEntries(acquireEnds))}; grants ${grants.length} ${JSON.stringify(Object.fromEntries(grantsBySdk))}; fenced writes accepted ${recorder.accepted}, ` +
       `refused ${recorder.rejected.length}; overlaps ${findOverlaps(grants).length}; sessions lost ${report.sessionsLost}, ` +
       `handles lost ${report.handlesLost}; other errors ${JSON.stringify(Object.fromEntries(otherErrors))}`,
   };
@@ -147,21 +164,22 @@ export function startRollWorkload(options: RollWorkloadOptions): RollWorkload {
   const worker = async (w: number) => {
     // Half the workers park on the server (a wait that a release through either release's instance must wake).
     const waitMillis = w % 2 === 0 ? Math.min(2_000, options.acquireBudgetMillis) : 0;
-    let session: Awaited<ReturnType<LockClient['openSession']>> | undefined;
+    const sdk = options.sdks[Math.floor(w / 2) % options.sdks.length]!;
+    let session: Awaited<ReturnType<Sdk.LockClient['openSession']>> | undefined;
     let generation = 0;
     for (let n = 0; running && n < options.maxAcquiresPerWorker; n++) {
       try {
         if (session && !session.lost && n % options.acquiresPerSession === 0) {
-          await session.close().catch((error: unknown) => bump(otherErrors, `close ${errorLabel(error)}`));
+          await session.close().catch((error: unknown) => bump(otherErrors, `${sdk.name} SDK close ${errorLabel(error)}`));
           session = undefined;
         }
         if (!session || session.lost) {
           if (session?.lost) report.sessionsLost += 1;
-          const client = clientStartingAt(w + generation++);
+          const client = clientStartingAt(sdk, w + generation++);
           session = await client.openSession({ ttlMillis: options.sessionTtlMillis, owner: `roll-worker-${w}` });
         }
       } catch (error) {
-        bump(otherErrors, `open ${errorLabel(error)}`);
+        bump(otherErrors, `${sdk.name} SDK open ${errorLabel(error)}`);
         await new Promise((r) => setTimeout(r, 50));
         continue;
       }
@@ -185,7 +203,7 @@ export function startRollWorkload(options: RollWorkloadOptions): RollWorkload {
         continue;
       }
       if ('error' in ended) {
-        bump(acquireEnds, `error ${errorLabel(ended.error)}`);
+        bump(acquireEnds, `error ${sdk.name} SDK ${errorLabel(ended.error)}`);
         await new Promise((r) => setTimeout(r, 50));
         continue;
       }
@@ -195,6 +213,7 @@ export function startRollWorkload(options: RollWorkloadOptions): RollWorkload {
         continue;
       }
       bump(acquireEnds, 'granted');
+      bump(grantsBySdk, sdk.name);
       const grantedAt = Date.now();
       let lostAt: number | undefined;
       handle.signal.addEventListener('abort', () => {
@@ -206,9 +225,9 @@ export function startRollWorkload(options: RollWorkloadOptions): RollWorkload {
       if (!handle.lost) recorder.write(key, handle.fencingToken);
       if (handle.lost) report.handlesLost += 1;
       grants.push({ key, token: BigInt(handle.fencingToken), requestedAt, grantedAt, releasedAt: lostAt ?? Date.now() });
-      await session.release(handle).catch((error: unknown) => bump(otherErrors, `release ${errorLabel(error)}`));
+      await session.release(handle).catch((error: unknown) => bump(otherErrors, `${sdk.name} SDK release ${errorLabel(error)}`));
     }
-    await session?.close().catch((error: unknown) => bump(otherErrors, `close ${errorLabel(error)}`));
+    await session?.close().catch((error: unknown) => bump(otherErrors, `${sdk.name} SDK close ${errorLabel(error)}`));
   };
   const workers = Array.from({ length: options.workers }, (_, w) => worker(w));
   return report;

@@ -6,16 +6,23 @@
  * one started) while the workload runs. The new instance migrates the shared schema while the other
  * old instance still serves on it.
  *
+ * Clients of both releases run through it: half the workers use this checkout's SDK, half the previous
+ * release's compiled one. Mid-roll both releases serve at once, an old instance is restarted beside the
+ * new one (a rescheduled pod, or a roll rolled back), and audited actions go through both onto one chain.
+ *
  * What must hold across the roll: no two grants of a key overlap, the fenced resource accepts no
  * stale write, no request is answered with a 5xx other than the 503 a draining instance gives (which
- * the SDK sends on to the other address), every acquire ends (a grant, not granted within its budget,
- * or a pinned error) and none hangs, no session is lost, and tokens keep rising: a grant that completed
- * before another was requested has the smaller token, per key and across keys, on whichever release
- * made either grant.
+ * the SDK sends on to the other address), every acquire ends (a grant, or not granted within its
+ * budget; no error reaches the caller) and none hangs, no session is lost, and tokens keep rising: a
+ * grant that completed before another was requested has the smaller token, per key and across keys,
+ * on whichever release made either grant. Afterwards the audit chain verifies through either instance.
+ * The workload runs until each phase has its count of grants (bounded per worker and by deadlines that
+ * only bound a failing run): invariants, never latencies.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startEtcd, type EtcdNode } from '../support/etcd.js';
@@ -24,7 +31,8 @@ import { eventually } from '../support/http.js';
 import { sharedPostgres } from '../support/server.js';
 import { BIN, spawnServer, type ServerProcess } from '../support/server-process.js';
 import { PREVIOUS_RELEASE_COMMIT, previousRelease, releaseVersion, type PreviousRelease } from './previous-release.js';
-import { startRollWorkload, type RollEndpoint } from './roll-workload.js';
+import * as newSdk from '../../client/index.js';
+import { startRollWorkload, type RollEndpoint, type RollSdk } from './roll-workload.js';
 
 // Long enough that a session outlives this shared, loaded machine's pauses between heartbeats.
 const SESSION_TTL = 10_000;
@@ -34,10 +42,18 @@ const GRANTS_PER_PHASE = 25;
 const PHASE_DEADLINE = 90_000;
 
 let release: PreviousRelease;
+/** Clients of both releases run through the roll: this checkout's SDK and the previous release's compiled one. */
+let sdks: RollSdk[];
 
 beforeAll(async () => {
+  if (FLEET_STORES.length === 0) return; // HOLDFAST_TEST_STORES named neither PostgreSQL nor etcd
   release = await previousRelease();
   const built = release.buildMillis === null ? 'cached build reused' : `built in ${(release.buildMillis / 1000).toFixed(1)} s`;
+  const oldSdk = (await import(pathToFileURL(path.join(release.dir, 'dist/client/index.js')).href)) as Omit<RollSdk, 'name'>;
+  sdks = [
+    { name: 'new', LockClient: newSdk.LockClient, EndpointsTransport: newSdk.EndpointsTransport, FetchTransport: newSdk.FetchTransport },
+    { name: 'old', LockClient: oldSdk.LockClient, EndpointsTransport: oldSdk.EndpointsTransport, FetchTransport: oldSdk.FetchTransport },
+  ];
   console.log(`previous release ${PREVIOUS_RELEASE_COMMIT} (${release.commit}, version ${releaseVersion(release)}): ${built}, at ${release.dir}`);
 }, 1_500_000);
 
@@ -117,7 +133,8 @@ describe.each(FLEET_STORES)('rolling upgrade from the previous release on %s', (
     ];
     const workload = startRollWorkload({
       endpoints,
-      workers: 6,
+      sdks,
+      workers: 8,
       keys: 3,
       keyPrefix: `roll-${store}`,
       sessionTtlMillis: SESSION_TTL,
@@ -163,11 +180,10 @@ describe.each(FLEET_STORES)('rolling upgrade from the previous release on %s', (
             return (served.old ?? 0) >= GRANTS_PER_PHASE && (served.new ?? 0) >= GRANTS_PER_PHASE;
           }, PHASE_DEADLINE, 25);
           // One audit chain appended to by both releases, interleaved.
-          probes.push(
-            await revokeThrough(fresh.url, 'roll-audit/3'),
-            await revokeThrough(oldB.url, 'roll-audit/4'),
-            await revokeThrough(fresh.url, 'roll-audit/5'),
-          );
+          probes.push(await revokeThrough(fresh.url, 'roll-audit/3'), await revokeThrough(oldB.url, 'roll-audit/4'));
+          // The old release moves the head without sealing it: this release's verify says so (README "Rolling upgrades").
+          mixedVerify.push(['new, after an old append', await verifyThrough(fresh.url)]);
+          probes.push(await revokeThrough(fresh.url, 'roll-audit/5'));
           mixedVerify.push(['new', await verifyThrough(fresh.url)], ['old', await verifyThrough(oldB.url)]);
         }
         phases.push(
@@ -219,6 +235,12 @@ describe.each(FLEET_STORES)('rolling upgrade from the previous release on %s', (
     // Audited actions through both releases, interleaved on one chain: every one applied, and the chain verifies.
     expect(probes).toEqual(Array.from({ length: 7 }, () => '200 200 REVOKED'));
     for (const verified of finalVerify) expect(verified).toMatchObject({ ok: true, entries: 7 });
+    // Mid-roll, through this release: unsealed while the newest entry is the old release's, whole once this release appended.
+    expect(mixedVerify[0]![1]).toMatchObject({ ok: false, brokenAt: '4', problem: expect.stringContaining('carries no seal') });
+    expect(mixedVerify[1]![1]).toMatchObject({ ok: true, entries: 5 });
+    // Clients of both SDKs were granted locks throughout.
+    expect(workload.grantsBySdk.get('old') ?? 0).toBeGreaterThan(0);
+    expect(workload.grantsBySdk.get('new') ?? 0).toBeGreaterThan(0);
     // Both releases served: the old one before and during the roll, this one after.
     const served = (release: string) => [...workload.answers].filter(([k]) => k.includes(`/${release} 2`)).reduce((n, [, c]) => n + c, 0);
     expect(served('old')).toBeGreaterThan(0);
