@@ -44,6 +44,7 @@ import type { AcquireRequest } from './acquire-batch.js';
 import type { SqlDatabase } from './queryable.js';
 import { migrate } from './schema.js';
 import { SqlAudit } from './sql-audit.js';
+import { SqlConsoleRecords } from './sql-console-records.js';
 import { guardedDatabase, guardSql } from './sql-errors.js';
 import { SqlFleet } from './sql-fleet.js';
 import { SqlGrants } from './sql-grants.js';
@@ -60,6 +61,8 @@ export class SqlLockStore implements LockStore {
   readonly fleet: SqlFleet;
   /** Releases announced after commit: the fleet's LISTEN on the channel the locks trigger notifies. */
   readonly releaseFeed: ReleaseFeed;
+  /** Sign-in codes and console sessions the console keeps here (sql-console-records.ts). */
+  readonly consoleRecords: SqlConsoleRecords;
   private readonly audit: SqlAudit;
   private readonly sessions: SqlSessions;
   private readonly grants: SqlGrants;
@@ -74,6 +77,7 @@ export class SqlLockStore implements LockStore {
     this.grants = new SqlGrants(db, backend, this.audit);
     this.fleet = new SqlFleet(guardedDatabase(db, backend));
     this.releaseFeed = this.fleet;
+    this.consoleRecords = new SqlConsoleRecords(db, backend);
   }
 
   async init(): Promise<void> {

@@ -8,5 +8,6 @@ import { v5 } from './v5-session-opener.js';
 import { v6 } from './v6-release-handoff.js';
 import { v7 } from './v7-audit-seal.js';
 import { v8 } from './v8-audit-actor-scope.js';
+import { v10 } from './v10-console-records.js';
 
-export const MIGRATIONS: readonly Migration[] = [v1, v2, v3, v4, v5, v6, v7, v8];
+export const MIGRATIONS: readonly Migration[] = [v1, v2, v3, v4, v5, v6, v7, v8, v10];
