@@ -43,7 +43,13 @@ export interface Issuer {
 interface PendingCode extends Issuer {
   secretDigest: string;
   sealedToken: string;
+  /** Mint order among codes of one expiry millisecond: this instance's clock, then its count. */
+  mintedAt?: number;
+  mintSeq?: number;
 }
+
+/** Codes minted by this instance, so the oldest of a millisecond is known (caps drop the oldest). */
+let mintSeq = 0;
 
 export type Redemption =
   | ({ outcome: 'SIGNED_IN'; sealedToken: string } & Issuer)
@@ -59,7 +65,14 @@ export class ConsoleSignIn {
   async mintCode(issuer: Issuer, sealedToken: string): Promise<{ code: string; expiresAt: number }> {
     await this.makeRoomForCode(issuer.name);
     const code = randomBytes((CONSOLE_SIGN_IN.codeChars * 3) / 4).toString('base64url');
-    const pending: PendingCode = { name: issuer.name, role: issuer.role, secretDigest: digest(secretOf(code)), sealedToken };
+    const pending: PendingCode = {
+      name: issuer.name,
+      role: issuer.role,
+      secretDigest: digest(secretOf(code)),
+      sealedToken,
+      mintedAt: this.now(),
+      mintSeq: mintSeq++,
+    };
     const record = await this.records.put({ kind: KIND.code, id: codeIdOf(code), value: JSON.stringify(pending), ttlMillis: CONSOLE_SIGN_IN.codeTtlMillis });
     return { code, expiresAt: record.expiresAt };
   }
@@ -115,23 +128,20 @@ export class ConsoleSignIn {
 
   /** An issuer keeps at most maxCodesPerIssuer pending codes; all issuers together at most maxCodes. */
   private async makeRoomForCode(name: string): Promise<void> {
-    const pending = await this.records.list(KIND.code, '', CONSOLE_SIGN_IN.maxCodes + 64);
+    const pending = (await this.records.list(KIND.code, '', CONSOLE_SIGN_IN.maxCodes + 64))
+      .map((record) => ({ record, code: parse(record) }))
+      .sort(byMintOrder);
     const byIssuer = new Map<string, ConsoleRecord[]>();
-    for (const record of pending) {
-      const issuer = parse(record).name;
-      byIssuer.set(issuer, [...(byIssuer.get(issuer) ?? []), record]);
-    }
-    const drop = async (record: ConsoleRecord) => {
-      await this.records.delete(KIND.code, record.id);
-      const list = byIssuer.get(parse(record).name)!;
-      list.splice(list.indexOf(record), 1);
+    for (const { record, code } of pending) byIssuer.set(code.name, [...(byIssuer.get(code.name) ?? []), record]);
+    const drop = async (list: ConsoleRecord[]) => {
+      const oldest = list.shift()!;
+      await this.records.delete(KIND.code, oldest.id);
     };
     const mine = byIssuer.get(name) ?? [];
-    while (mine.length >= CONSOLE_SIGN_IN.maxCodesPerIssuer) await drop(mine[0]!);
+    while (mine.length >= CONSOLE_SIGN_IN.maxCodesPerIssuer) await drop(mine);
     let total = [...byIssuer.values()].reduce((sum, list) => sum + list.length, 0);
     while (total >= CONSOLE_SIGN_IN.maxCodes) {
-      const largest = [...byIssuer.values()].reduce((a, b) => (b.length > a.length ? b : a));
-      await drop(largest[0]!);
+      await drop([...byIssuer.values()].reduce((a, b) => (b.length > a.length ? b : a)));
       total -= 1;
     }
   }
@@ -151,6 +161,13 @@ function sessionRecordId(name: string, consoleSessionId: string): string {
 
 function digest(text: string): string {
   return createHash('sha256').update(text).digest('hex');
+}
+
+/** Oldest first: soonest expiry, then (within a millisecond) the order they were minted in. */
+function byMintOrder(a: { record: ConsoleRecord; code: PendingCode }, b: { record: ConsoleRecord; code: PendingCode }): number {
+  return (
+    a.record.expiresAt - b.record.expiresAt || (a.code.mintedAt ?? 0) - (b.code.mintedAt ?? 0) || (a.code.mintSeq ?? 0) - (b.code.mintSeq ?? 0)
+  );
 }
 
 function parse(record: ConsoleRecord): PendingCode {
