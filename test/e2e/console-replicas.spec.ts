@@ -1,7 +1,7 @@
 /**
  * Issue 25, "console replicas" (SPEC v3 "operating it without downtime"): two console processes
  * (`next start` of the production build, sharing HOLDFAST_CONSOLE_SECRET_FILE) behind one test
- * proxy that alternates every request between them, on one real lock server.
+ * proxy that alternates every request between them, on the run's real lock server (playwright.config.ts).
  * - Sign in once (a one-time link minted through the proxy), then act through both replicas: an
  *   admin read (A1 through /api/locks) and an admin action (a force-revoke) answered by each.
  * - Restart one console process: still signed in, through both.
@@ -16,14 +16,13 @@ import { startAlternatingProxy, type AlternatingProxy } from './support/alternat
 import { screenshot } from './support/console.js';
 import { e2e, uniquePrefix } from './support/env.js';
 import { LockApi } from './support/lock-api.js';
-import { freePort, startConsole, startLockServer, waitForUrl, type Proc } from './support/processes.js';
+import { freePort, startConsole, waitForUrl, type Proc } from './support/processes.js';
 
 test.describe.configure({ mode: 'serial' });
 
 let serverUrl: string;
 let consoleUrls: string[];
 let consoles: Proc[];
-let server: Proc;
 let proxy: AlternatingProxy;
 let secretFile: string;
 
@@ -35,10 +34,7 @@ test.beforeAll(async () => {
   secretFile = path.join(dir, 'console-secret');
   writeFileSync(secretFile, `${randomBytes(32).toString('hex')}\n`);
   chmodSync(secretFile, 0o600);
-  const serverPort = await freePort();
-  serverUrl = `http://127.0.0.1:${serverPort}`;
-  server = startLockServer({ port: serverPort, dataDir: path.join(dir, 'data'), tokensFile: e2e.tokensFile });
-  await waitForUrl(`${serverUrl}/readyz`, server);
+  serverUrl = e2e.serverUrl;
   consoleUrls = [`http://127.0.0.1:${await freePort()}`, `http://127.0.0.1:${await freePort()}`];
   consoles = [startReplica(0), startReplica(1)];
   await Promise.all(consoles.map((proc, i) => waitForUrl(`${consoleUrls[i]}/signin`, proc)));
@@ -48,7 +44,6 @@ test.beforeAll(async () => {
 test.afterAll(async () => {
   await proxy?.stop();
   for (const proc of consoles ?? []) await proc.stop();
-  await server?.stop();
 });
 
 /** Both replicas, in turn, answer this request with `status` (the proxy alternates; two calls reach both). */
