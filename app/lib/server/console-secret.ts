@@ -16,7 +16,7 @@ export const MIN_SECRET_CHARS = 32;
 
 export class ConsoleSecretError extends Error {}
 
-export function loadConsoleSecret(env: NodeJS.ProcessEnv = process.env): string {
+export function loadConsoleSecret(env: Record<string, string | undefined> = process.env): string {
   const file = env.HOLDFAST_CONSOLE_SECRET_FILE?.trim();
   if (!file) return randomBytes(32).toString('base64url');
   assertPrivate(file);
