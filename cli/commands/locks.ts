@@ -4,7 +4,7 @@ import type { LockInfo } from '../../contract/records.js';
 import type { CliContext } from '../context.js';
 import { parseDuration } from '../duration.js';
 import { CliError, EXIT } from '../exit-codes.js';
-import { formatTable, relativeTime } from '../format.js';
+import { formatTable, relativeTime, timeAgo } from '../format.js';
 import { filterLocks, LOCK_SORTS, sortLocks, type LockSort } from '../lock-listing.js';
 
 interface LsOptions {
@@ -53,7 +53,7 @@ export function registerLocks(program: Command, ctx: CliContext): Command {
           l.owner ?? '',
           l.sessionId ?? '',
           l.fencingToken ?? '',
-          l.grantedAt ? relativeTime(l.grantedAt, now) : '',
+          l.grantedAt ? timeAgo(l.grantedAt, now) : '',
           l.expiresAt ? relativeTime(l.expiresAt, now) : '',
           String(l.waiterCount),
           ...(wide ? [iso(l.grantedAt), iso(l.expiresAt)] : []),
@@ -77,7 +77,7 @@ export function registerLocks(program: Command, ctx: CliContext): Command {
                 ['owner', info.owner ?? ''],
                 ['session', info.sessionId ?? ''],
                 ['fencing token', info.fencingToken ?? ''],
-                ['granted', info.grantedAt ? `${iso(info.grantedAt)} (${relativeTime(info.grantedAt)})` : ''],
+                ['granted', info.grantedAt ? `${iso(info.grantedAt)} (${timeAgo(info.grantedAt)})` : ''],
                 ['expires', info.expiresAt ? `${iso(info.expiresAt)} (${relativeTime(info.expiresAt)})` : ''],
                 ['waiters', String(info.waiterCount)],
               ],

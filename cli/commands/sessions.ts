@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import type { CliContext } from '../context.js';
 import { CliError, EXIT } from '../exit-codes.js';
-import { formatTable, relativeTime } from '../format.js';
+import { formatTable, relativeTime, timeAgo } from '../format.js';
 import { sortLocks } from '../lock-listing.js';
 
 export function registerSessions(program: Command, ctx: CliContext): Command {
@@ -21,7 +21,7 @@ export function registerSessions(program: Command, ctx: CliContext): Command {
           s.sessionId,
           s.owner,
           `${s.ttlMillis} ms`,
-          relativeTime(s.lastHeartbeatAt),
+          timeAgo(s.lastHeartbeatAt),
           relativeTime(s.expiresAt),
           String(s.lockCount),
           ...(wide ? [new Date(s.createdAt).toISOString(), new Date(s.expiresAt).toISOString()] : []),
@@ -48,8 +48,8 @@ export function registerSessions(program: Command, ctx: CliContext): Command {
               ['session', session.sessionId],
               ['owner', session.owner],
               ['ttl', `${session.ttlMillis} ms`],
-              ['created', `${new Date(session.createdAt).toISOString()} (${relativeTime(session.createdAt)})`],
-              ['last heartbeat', `${new Date(session.lastHeartbeatAt).toISOString()} (${relativeTime(session.lastHeartbeatAt)})`],
+              ['created', `${new Date(session.createdAt).toISOString()} (${timeAgo(session.createdAt)})`],
+              ['last heartbeat', `${new Date(session.lastHeartbeatAt).toISOString()} (${timeAgo(session.lastHeartbeatAt)})`],
               ['expires', `${new Date(session.expiresAt).toISOString()} (${relativeTime(session.expiresAt)})`],
               ['locks', String(session.lockCount)],
             ],

@@ -171,12 +171,18 @@ export class LockService {
     try {
       for (;;) {
         // A release handed this wait the key (FIFO handoff): nothing to try.
-        if (wait.handed) return this.granted(toGrant(wait.handed), wait.handed.owner, true, wait.succeeded(), ctx);
+        if (wait.handed) {
+          wait.recordEndedByGrant();
+          return this.granted(toGrant(wait.handed), wait.handed.owner, true, wait.succeeded(), ctx);
+        }
         const seen = wait.releasesSeen;
         const waitId = wait.recordedWaitId;
         const result = await wait.attempt(() => this.store.tryAcquire(waitId !== undefined ? { ...attempt, waitId } : attempt));
         if (result === null) continue; // the store was down and the wait rode it out: try again
-        if (result.kind === 'granted') return this.granted(result.grant, result.owner, wait.isNew(result), wait.succeeded(), ctx);
+        if (result.kind === 'granted') {
+          if (waitId !== undefined && !result.existing) wait.recordEndedByGrant();
+          return this.granted(result.grant, result.owner, wait.isNew(result), wait.succeeded(), ctx);
+        }
         if (result.kind !== 'held') throw refused(result, who.sessionId);
         // Only now, with the session token checked by the store, does the wait count or get recorded.
         if (capsWaiters && !wait.admitted) await this.policies.admitWait(req.key, () => this.reads.waiterCount(req.key));

@@ -50,7 +50,9 @@
  * - FleetWaitState with `handsOff` (SQL): a release hands the key to the oldest recorded wait
  *   that can take it in the releasing statement (FIFO in that fleet-wide order); the handed wait
  *   stops counting in the same write, is announced on the release feed with its grant, and its
- *   endWait answers the grant (so a wait leaving without the key can give it back). A wait
+ *   endWait answers the grant (so a wait leaving without the key can give it back). A wait that
+ *   answers with the handed grant sends no endWait: its record goes in the write that releases
+ *   that grant, or with the sweep once the grant is gone (expireLocks). A wait
  *   granted by a try ends in that grant's write, so no later release hands it the key. A release
  *   never waits for a wait's or a session's row lock to hand off: it passes such a wait over.
  */

@@ -8,6 +8,7 @@ import { joinUrl } from '../../cli/admin-api.js';
 import { cliVersion } from '../../cli/cli-version.js';
 import { wantsJson } from '../../cli/context.js';
 import { parseDuration, parseMillis } from '../../cli/duration.js';
+import { relativeTime, timeAgo } from '../../cli/format.js';
 import { filterLocks, sortLocks } from '../../cli/lock-listing.js';
 
 describe('durations', () => {
@@ -23,6 +24,21 @@ describe('durations', () => {
   test('parseMillis takes whole milliseconds only', () => {
     expect(parseMillis('2500')).toBe(2500);
     for (const bad of ['2.5', '-1', '1s', '']) expect(() => parseMillis(bad), bad).toThrow(/whole number/);
+  });
+});
+
+describe('relative times', () => {
+  const now = 1_800_000_000_000;
+  test('a moment that happened reads "ago", also when the server clock runs slightly ahead (a grant just made is "0s ago", never "in 0s")', () => {
+    expect(timeAgo(now - 200, now)).toBe('0s ago');
+    expect(timeAgo(now + 400, now)).toBe('0s ago');
+    expect(timeAgo(now - 45_000, now)).toBe('45s ago');
+    expect(timeAgo(now - 600_000, now)).toBe('10m ago');
+    expect(timeAgo(now - 7_200_000, now)).toBe('2h ago');
+  });
+  test('a moment ahead (an expiry) reads "in", and "ago" once it has passed', () => {
+    expect(relativeTime(now + 15_000, now)).toBe('in 15s');
+    expect(relativeTime(now - 3_000, now)).toBe('3s ago');
   });
 });
 

@@ -164,6 +164,32 @@ describe.each(['postgres', 'embedded'] as const)('release handoff on %s', (backe
     expect(await store.readLock(key)).toBeNull();
   });
 
+  it("a handed wait that answered sends no end: its record goes with its grant's release, or with the sweep once the grant is gone", async () => {
+    run += 1;
+    const key = `handed-gone-${run}`;
+    const [holder, used, lapsing] = await Promise.all([openTestSession(store), openTestSession(store), openTestSession(store)]);
+    const recorded = async (waitId: string) =>
+      (await db.query('SELECT count(*)::int AS n FROM holdfast_waiters WHERE wait_id = $1', [waitId]))[0]!.n as number;
+    const grant = await held(key, holder);
+    const usedWait = await waitOn(key, used, 'used');
+    const lapsingWait = await waitOn(key, lapsing, 'lapsing', { ttlMillis: 1, deadlineMillis: 60_000 });
+    const handed = handedTo(await store.release({ key, session: holder.credential, fencingToken: grant.fencingToken }));
+    expect(handed.waitId).toBe(usedWait);
+    expect(await recorded(usedWait)).toBe(1); // kept, so a wait leaving without the key could give the grant back
+
+    // The heir used its grant and releases it: that release takes the record along, and hands on to the next wait.
+    const next = handedTo(await store.release({ key, session: used.credential, fencingToken: handed.fencingToken }));
+    expect(next.waitId).toBe(lapsingWait);
+    expect(await recorded(usedWait)).toBe(0);
+
+    // The next heir's grant (TTL 1 ms) lapses unreleased: the sweep that expires it, or the one after, drops its record.
+    expect(await recorded(lapsingWait)).toBe(1);
+    for (let sweep = 0; sweep < 100 && (await recorded(lapsingWait)) > 0; sweep++) await store.expireLocks(1_000);
+    expect(await recorded(lapsingWait)).toBe(0);
+    expect(await store.readLock(key)).toBeNull();
+    expect(await fleet.endWait(lapsingWait)).toBeNull();
+  });
+
   it('a refused release changes nothing and hands nothing', async () => {
     run += 1;
     const key = `refused-${run}`;

@@ -121,7 +121,7 @@ export class SqlGrants {
 
   private async releaseBatch(batch: ReleaseRequest[]): Promise<ReleaseResult[]> {
     const rows = await this.guard(() =>
-      this.db.query('SELECT * FROM holdfast_release_batch($1::text[], $2::bigint[], $3::text[], $4::text[])', [
+      this.db.query(RELEASE_SQL, [
         batch.map((b) => b.key),
         batch.map((b) => b.fencingToken),
         batch.map((b) => b.session.sessionId),
@@ -206,7 +206,11 @@ export class SqlGrants {
         // expireSessions for why not key order), deleted by primary key (= ANY(ARRAY(...)): an
         // IN (subquery) was planned as a hash join over every lock row): locks of ended sessions
         // go with their session in the same transaction, so there are no orphans to hunt for.
-        `WITH n AS (SELECT holdfast_now_ms() AS now)
+        // Also the records of handed waits whose grant is gone (expired, revoked, taken over):
+        // their wait answered without an endWait (spi.ts), and nothing can give the grant back now.
+        `WITH n AS (SELECT holdfast_now_ms() AS now),
+         handed_gone AS (DELETE FROM holdfast_waiters w WHERE w.granted_token IS NOT NULL
+           AND NOT EXISTS (SELECT 1 FROM holdfast_locks l WHERE l.key = w.key AND l.fencing_token = w.granted_token))
          DELETE FROM holdfast_locks WHERE key = ANY(ARRAY(
            SELECT l.key FROM holdfast_locks l WHERE l.expires_at <= ${DB_NOW}
            ORDER BY l.expires_at LIMIT $1 FOR UPDATE SKIP LOCKED))
@@ -235,6 +239,14 @@ export class SqlGrants {
     return guardSql(this.backend, operation);
   }
 }
+
+/**
+ * The release batch (migration 6), which also deletes the record of the handed wait whose grant
+ * each release ends: that wait answered with the grant and sent no endWait (spi.ts).
+ */
+const RELEASE_SQL = `WITH r AS (SELECT * FROM holdfast_release_batch($1::text[], $2::bigint[], $3::text[], $4::text[])),
+  handed_done AS (DELETE FROM holdfast_waiters w USING r WHERE w.key = r.r_key AND w.granted_token = r.r_fencing_token::bigint)
+  SELECT * FROM r`;
 
 /** A row's columns that start with `prefix`, without it (the release function answers two locks per row). */
 function unprefixed(row: Row, prefix: string): Row {
