@@ -6,7 +6,8 @@
 # local operator — never the operator token itself. Ctrl-C stops everything.
 #
 # Env: HOLDFAST_STORE, HOLDFAST_PORT (7070), HOLDFAST_DATA_DIR (./.holdfast),
-#      HOLDFAST_ADMIN_TOKENS_FILE, PORT (3000, the console), HOLDFAST_DEMO (1).
+#      HOLDFAST_ADMIN_TOKENS_FILE, PORT (3000, the console), HOLDFAST_DEMO (1),
+#      HOLDFAST_CONSOLE_SECRET_FILE (default: $HOLDFAST_DATA_DIR/console-secret, created 0600).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -86,6 +87,15 @@ pids+=($!)
 wait_for "${HOLDFAST_URL}/readyz" "the lock server" "${pids[0]}" 60
 
 # --- console ---
+# The console's seal secret lives in a file (0600, like the tokens file) so a console restart keeps
+# everyone signed in, and a second console replica started with the same file shares sign-ins.
+if [ -z "${HOLDFAST_CONSOLE_SECRET_FILE:-}" ]; then
+  HOLDFAST_CONSOLE_SECRET_FILE="${DATA_DIR}/console-secret"
+  if [ ! -f "$HOLDFAST_CONSOLE_SECRET_FILE" ]; then
+    (umask 077 && node -e 'process.stdout.write(require("node:crypto").randomBytes(32).toString("hex") + "\n")' >"$HOLDFAST_CONSOLE_SECRET_FILE")
+  fi
+fi
+export HOLDFAST_CONSOLE_SECRET_FILE
 node node_modules/next/dist/bin/next start -p "$CONSOLE_PORT" -H 127.0.0.1 >/dev/null &
 pids+=($!)
 wait_for "http://127.0.0.1:${CONSOLE_PORT}/signin" "the console" "${pids[1]}" 60

@@ -28,6 +28,7 @@ const DOCUMENT: FastifyDynamicSwaggerOptions['openapi'] = {
     { name: 'sessions', description: 'L1–L3: a session owns locks and lapses without heartbeats.' },
     { name: 'locks', description: 'L4–L7: acquire, renew, release and read locks; grants carry fencing tokens.' },
     { name: 'admin', description: 'A1–A6: viewer and operator routes (admin bearer token).' },
+    { name: 'console', description: 'K1–K5 (v3 extension): the console’s one-time sign-in codes and sessions, shared by its replicas.' },
     { name: 'operations', description: 'Metrics, liveness, readiness and this document.' },
   ],
   components: {

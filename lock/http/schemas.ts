@@ -19,6 +19,7 @@ import { adminRouteSchemas } from './schemas/admin.js';
 import { insightRouteSchemas } from './schemas/insight.js';
 import { operationsRouteSchemas } from './schemas/operations.js';
 import { policyRouteSchemas } from './schemas/policies.js';
+import { consoleRouteSchemas } from './schemas/console.js';
 
 export type { HttpApp } from './schemas/parts.js';
 export { COMPONENTS, componentSchemas, type Summary } from './schemas/components.js';
@@ -31,4 +32,5 @@ export const routeSchemas = {
   ...insightRouteSchemas,
   ...operationsRouteSchemas,
   ...policyRouteSchemas,
+  ...consoleRouteSchemas,
 } as const;

@@ -16,6 +16,7 @@ import { ValidationFailedError } from '../errors.js';
 import { registerAdminRoutes } from './admin-routes.js';
 import { registerAuditRetentionRoutes } from './audit-retention-routes.js';
 import { registerAuth } from './auth.js';
+import { registerConsoleRoutes } from './console-routes.js';
 import { BODY_LIMIT_BYTES, registerBodyParsers } from './body-parsers.js';
 import type { HttpServerDeps } from './deps.js';
 import { registerErrorExit, sendError } from './error-exit.js';
@@ -90,6 +91,7 @@ export function buildHttpServer(deps: HttpServerDeps): HttpApp {
   registerAuditRetentionRoutes(app, service, deps.auditTrail);
   registerInsightRoutes(app, service);
   registerPolicyRoutes(app, deps.policies ?? (() => []));
+  registerConsoleRoutes(app, service);
   registerOpsRoutes(app, deps);
   serveOpenApi(app);
   return app;

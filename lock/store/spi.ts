@@ -88,7 +88,10 @@ import type {
   TryAcquireResult,
 } from './spi-records.js';
 
+import type { ConsoleRecordStore } from './console-records.js';
+
 export type * from './spi-records.js';
+export type { ConsoleRecord, ConsoleRecordStore } from './console-records.js';
 
 export interface LockStore {
   readonly backend: BackendName;
@@ -147,6 +150,9 @@ export interface LockStore {
   pruneAudit(req: { before: number; audit: AuditDraft }): Promise<PruneAuditResult>;
 
   summary(query?: SummaryQuery): Promise<StoreSummary>;
+
+  /** Expiring records the console keeps here so its replicas share sign-ins (issue 25; console-records.ts). */
+  readonly consoleRecords: ConsoleRecordStore;
 
   /** Wakes a waiter when the key it failed on is released (etcd: a revision-addressed watch). */
   readonly releaseWaiter?: ReleaseWaiter;

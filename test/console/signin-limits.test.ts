@@ -6,9 +6,11 @@
  * cannot push out the operator's link.
  *
  * Calls the real route handlers (app/api/auth, app/api/auth/codes) with a fake
- * lock server answering /v1/admin/whoami, a cookie jar standing in for
- * next/headers, and the console's clock replaced (process-state.ts), so windows
- * pass without sleeping.
+ * lock server answering /v1/admin/whoami and K1–K5 (issue 25: the lock server keeps
+ * codes and console sessions; the fake runs the server's own rules,
+ * lock/http/console-sign-in.ts, on in-memory records), a cookie jar standing in for
+ * next/headers, and both clocks replaced (the console's, process-state.ts, and the
+ * fake store's), so windows pass without sleeping.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -25,21 +27,20 @@ vi.mock('next/headers', () => ({
 import { POST as signIn } from '../../app/api/auth/route.js';
 import { POST as mintCode } from '../../app/api/auth/codes/route.js';
 import { processState } from '../../app/lib/server/process-state.js';
-import {
-  MAX_PENDING_CODES,
-  MAX_PENDING_CODES_PER_ISSUER,
-  mintSignInCode,
-  redeemSignInCode,
-  SIGNIN_CODE_TTL_MILLIS,
-} from '../../app/lib/server/signin-codes.js';
+import { SIGNIN_CODE_TTL_MILLIS } from '../../app/lib/server/signin-codes.js';
 import {
   chargeSignInAttempt,
   clientAddress,
   MAX_FAILURES_PER_ADDRESS,
-  MAX_FAILURES_PER_CODE,
   MAX_TRACKED_ADDRESSES,
   SIGNIN_FAILURE_WINDOW_MILLIS,
 } from '../../app/lib/server/signin-limits.js';
+import { CONSOLE_SIGN_IN, ConsoleSignIn } from '../../lock/http/console-sign-in.js';
+import { MemoryConsoleRecords } from '../../lock/store/memory/memory-console-records.js';
+
+const MAX_FAILURES_PER_CODE = CONSOLE_SIGN_IN.maxMissesPerCode;
+const MAX_PENDING_CODES = CONSOLE_SIGN_IN.maxCodes;
+const MAX_PENDING_CODES_PER_ISSUER = CONSOLE_SIGN_IN.maxCodesPerIssuer;
 
 const CONSOLE = 'http://console.test';
 const OPERATOR = { token: 'operator-token-0123456789abcdef0123456789', name: 'ops', role: 'operator' };
@@ -49,21 +50,46 @@ const TOKENS = new Map([OPERATOR, VIEWER].map((entry) => [entry.token, entry]));
 let server: Server;
 let whoamiCalls = 0;
 let now = 1_700_000_000_000;
+let records = new MemoryConsoleRecords(() => now);
+const signIns = () => new ConsoleSignIn(records, () => now);
+
+/** The lock server's answers the console relies on: whoami, and K1–K5 with the server's own rules. */
+async function answer(method: string, url: string, entry: (typeof OPERATOR) | undefined, body: any): Promise<[number, unknown]> {
+  const unauthenticated: [number, unknown] = [401, { error: { code: 'UNAUTHENTICATED', message: 'unknown token', retryable: false } }];
+  const issuer = entry && { name: entry.name, role: entry.role as 'viewer' | 'operator' };
+  if (url === '/v1/admin/whoami') {
+    whoamiCalls++;
+    return issuer ? [200, issuer] : unauthenticated;
+  }
+  if (method === 'POST' && url === '/v1/console/codes/redeem') {
+    const redeemed = await signIns().redeemCode(body.code);
+    return redeemed.outcome === 'REFUSED' ? unauthenticated : [200, redeemed];
+  }
+  if (!issuer) return unauthenticated;
+  if (method === 'POST' && url === '/v1/console/codes') return [201, await signIns().mintCode(issuer, body.sealedToken)];
+  if (method === 'POST' && url === '/v1/console/sessions') return [201, { ...(await signIns().openSession(issuer)), ...issuer }];
+  const session = /^\/v1\/console\/sessions\/([^/]+)$/.exec(url)?.[1];
+  if (session && method === 'GET') {
+    const live = await signIns().checkSession(issuer.name, session);
+    return live ? [200, { consoleSessionId: session, ...issuer, ...live }] : [404, { error: { code: 'SESSION_NOT_FOUND', message: 'ended', retryable: false } }];
+  }
+  if (session && method === 'DELETE') return [204, undefined];
+  return [404, { error: { code: 'NOT_FOUND', message: 'no route', retryable: false } }];
+}
 
 beforeAll(async () => {
   server = createServer((request, response) => {
-    whoamiCalls++;
-    const entry = TOKENS.get((request.headers.authorization ?? '').replace(/^Bearer /, ''));
-    response.setHeader('content-type', 'application/json');
-    if (request.url !== '/v1/admin/whoami') {
-      response.statusCode = 404;
-      response.end(JSON.stringify({ error: { code: 'NOT_FOUND', message: 'no route', retryable: false } }));
-    } else if (entry === undefined) {
-      response.statusCode = 401;
-      response.end(JSON.stringify({ error: { code: 'UNAUTHENTICATED', message: 'unknown token', retryable: false } }));
-    } else {
-      response.end(JSON.stringify({ name: entry.name, role: entry.role }));
-    }
+    let text = '';
+    request.on('data', (chunk) => (text += chunk));
+    request.on('end', () => {
+      const entry = TOKENS.get((request.headers.authorization ?? '').replace(/^Bearer /, ''));
+      void answer(request.method!, request.url!, entry, text ? JSON.parse(text) : undefined).then(([status, body]) => {
+        response.statusCode = status;
+        if (body === undefined) return response.end();
+        response.setHeader('content-type', 'application/json');
+        response.end(JSON.stringify(body));
+      });
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   process.env.HOLDFAST_URL = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -75,10 +101,8 @@ afterAll(async () => {
 
 beforeEach(() => {
   const state = processState();
-  state.codes.clear();
-  state.sessions.clear();
+  records = new MemoryConsoleRecords(() => now);
   state.failures.byAddress.clear();
-  state.failures.byCode.clear();
   state.clock = () => now;
   jar.clear();
   whoamiCalls = 0;
@@ -237,7 +261,7 @@ describe('pending codes are kept per issuer', () => {
     expect(await operator.json()).toMatchObject({ name: 'ops', role: 'operator' });
 
     // The viewer's own oldest codes went (its cap), its newest still work.
-    expect(processState().codes.size).toBe(MAX_PENDING_CODES_PER_ISSUER);
+    expect(await records.list('code', '', 10_000)).toHaveLength(MAX_PENDING_CODES_PER_ISSUER);
     expect((await signInWith({ code: viewerCodes[0] }, '198.51.100.41')).status).toBe(401);
     expect((await signInWith({ code: viewerCodes[99] }, '198.51.100.41')).status).toBe(200);
   });
@@ -251,17 +275,18 @@ describe('pending codes are kept per issuer', () => {
     expect((await signInWith({ code: codes[2] }, '198.51.100.42')).status).toBe(401);
   });
 
-  it(`at the overall cap (${MAX_PENDING_CODES}) the issuer with the most pending codes loses its oldest, not one with fewer`, () => {
-    const operatorCode = mintSignInCode({ token: OPERATOR.token, name: 'ops', role: 'operator' }).code;
-    for (let issuer = 0; processState().codes.size < MAX_PENDING_CODES; issuer++) {
-      for (let i = 0; i < MAX_PENDING_CODES_PER_ISSUER && processState().codes.size < MAX_PENDING_CODES; i++) {
-        mintSignInCode({ token: `issuer-${issuer}`, name: `issuer-${issuer}`, role: 'viewer' });
-      }
+  it(`at the overall cap (${MAX_PENDING_CODES}) the issuer with the most pending codes loses its oldest, not one with fewer`, async () => {
+    const operatorCode = await mintedCode(OPERATOR.token);
+    const pending = async () => (await records.list('code', '', 10_000)).length;
+    for (let issuer = 0; (await pending()) < MAX_PENDING_CODES; issuer++) {
+      for (let i = 0; i < MAX_PENDING_CODES_PER_ISSUER; i++) await signIns().mintCode({ name: `issuer-${issuer}`, role: 'viewer' }, 'sealed');
     }
-    for (let i = 0; i < 50; i++) mintSignInCode({ token: `late-${i}`, name: 'late', role: 'viewer' });
-    expect(processState().codes.size).toBe(MAX_PENDING_CODES);
-    expect(redeemSignInCode(operatorCode)).toMatchObject({ ok: true, signIn: { name: 'ops' } });
-  });
+    for (let i = 0; i < 50; i++) await signIns().mintCode({ name: 'late', role: 'viewer' }, 'sealed');
+    expect(await pending()).toBe(MAX_PENDING_CODES);
+    const operator = await signInWith({ code: operatorCode }, '198.51.100.43');
+    expect(operator.status, await operator.clone().text()).toBe(200);
+    expect(await operator.json()).toMatchObject({ name: 'ops' });
+  }, 60_000);
 });
 
 describe('client address and bounded memory', () => {

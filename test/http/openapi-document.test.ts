@@ -147,6 +147,13 @@ describe('a real server against the document', () => {
     await expectStatus('summary', viewer.summary(), 200);
     await expectStatus('whoami', viewerGet('/v1/admin/whoami'), 200);
     await expectStatus('listPolicies', viewerGet('/v1/admin/policies'), 200);
+    // K1–K5: the console's sign-in codes and sessions (issue 25).
+    const viewerCall = (method: string, p: string, body?: unknown) => api.call(method, p, body, { authorization: `Bearer ${server.viewerToken}` });
+    const minted = await expectStatus('mintSignInCode', viewerCall('POST', '/v1/console/codes', { sealedToken: 'sealed-by-the-console' }), 201);
+    await expectStatus('redeemSignInCode', api.call('POST', '/v1/console/codes/redeem', { code: minted.code }), 200);
+    const consoleSession = await expectStatus('openConsoleSession', viewerCall('POST', '/v1/console/sessions'), 201);
+    await expectStatus('checkConsoleSession', viewerCall('GET', `/v1/console/sessions/${consoleSession.consoleSessionId}`), 200);
+    await expectStatus('closeConsoleSession', viewerCall('DELETE', `/v1/console/sessions/${consoleSession.consoleSessionId}`), 204);
     await expectStatus('release', api.release('tour/a b/ü', { sessionId: holder.sessionId, fencingToken: grant.fencingToken }), 200);
     const waited = await waiting;
     expect(waited.status).toBe(200);

@@ -4,16 +4,18 @@
  * POST takes `{"code": "…"}` — the one-time code from a sign-in link (see
  * /api/auth/codes) — or `{"token": "…"}`, a pasted admin token. Either way the
  * token travels browser → console at most once and is then kept only in the
- * sealed, httpOnly session cookie.
+ * sealed, httpOnly session cookie; the console session it names is the lock
+ * server's (K3), so every console replica honours it and a sign-out (K5) ends it
+ * for all of them.
  *
- * Failures are rate-limited per client address and per code (signin-limits.ts):
- * past the limit the answer is 429 RATE_LIMITED with Retry-After, and the
- * credential is not checked at all.
+ * Failures are rate-limited per client address (signin-limits.ts, per console
+ * process) and per code (the lock server's count, K2): past either limit the answer
+ * is 429 RATE_LIMITED with Retry-After.
  */
 import { clearSession, identityOf, refuse, sameOrigin, writeSession } from '../../lib/server/auth';
 import { resolveIdentity } from '../../lib/server/identity';
-import { codeIdOf, redeemSignInCode } from '../../lib/server/signin-codes';
-import { chargeSignInAttempt, clientAddress, codeLockedFor, rateLimited, recordCodeFailure } from '../../lib/server/signin-limits';
+import { redeemSignInCode } from '../../lib/server/signin-codes';
+import { chargeSignInAttempt, clientAddress, rateLimited } from '../../lib/server/signin-limits';
 
 export const dynamic = 'force-dynamic';
 
@@ -37,19 +39,20 @@ export async function POST(request: Request): Promise<Response> {
     }
     const attempt = chargeSignInAttempt(clientAddress(request));
     if ('retryAfterMillis' in attempt) return rateLimited(attempt.retryAfterMillis, 'too many failed sign-ins from this address');
-    const locked = codeLockedFor(codeIdOf(body.code));
-    if (locked > 0) {
-      attempt.refund();
-      return rateLimited(locked, 'too many wrong tries for this sign-in link (a new link from npm run signin-link works at once)');
-    }
-    const redemption = redeemSignInCode(body.code);
+    const redemption = await redeemSignInCode(body.code);
     if (!redemption.ok) {
-      if (redemption.wrongSecretFor !== undefined) recordCodeFailure(redemption.wrongSecretFor);
+      if ('upstream' in redemption) {
+        attempt.refund();
+        return Response.json(redemption.upstream.body, { status: redemption.upstream.status, headers: { 'cache-control': 'no-store' } });
+      }
+      if (redemption.lockedForMillis !== undefined) {
+        attempt.refund();
+        return rateLimited(redemption.lockedForMillis, 'too many wrong tries for this sign-in link (a new link from npm run signin-link works at once)');
+      }
       return refuse(401, 'UNAUTHENTICATED', 'this sign-in link was already used or has expired; run npm start again for a new one, or paste a token');
     }
     attempt.refund();
-    const session = await writeSession(redemption.signIn, request);
-    return Response.json(identityOf(session), { headers: { 'cache-control': 'no-store' } });
+    return signedIn(await writeSession(redemption.signIn.token, request));
   }
   const token = typeof body.token === 'string' ? body.token.trim() : '';
   if (token.length === 0 || token.length > MAX_TOKEN_LENGTH) return refuse(400, 'VALIDATION_FAILED', 'paste a token');
@@ -64,12 +67,16 @@ export async function POST(request: Request): Promise<Response> {
     return Response.json({ error: { ...identity.body.error, message } }, { status: identity.status });
   }
   attempt.refund();
-  const session = await writeSession({ token, name: identity.body.name, role: identity.body.role }, request);
-  return Response.json(identityOf(session), { headers: { 'cache-control': 'no-store' } });
+  return signedIn(await writeSession(token, request));
 }
 
 export async function DELETE(request: Request): Promise<Response> {
   if (!sameOrigin(request)) return refuse(403, 'FORBIDDEN', 'cross-origin sign-out refused');
-  await clearSession();
-  return new Response(null, { status: 204 });
+  const failed = await clearSession();
+  return failed ?? new Response(null, { status: 204 });
+}
+
+function signedIn(session: Awaited<ReturnType<typeof writeSession>>): Response {
+  if (session instanceof Response) return session;
+  return Response.json(identityOf(session), { headers: { 'cache-control': 'no-store' } });
 }

@@ -1,26 +1,29 @@
 /**
  * The console's sign-in state: a cookie sealed with iron-session (encrypted and
- * authenticated with a per-process secret) holding a console session id and the
- * admin token, httpOnly and SameSite=Strict, so browser JavaScript never sees the
- * token; route handlers unseal it and send the token to the lock server.
+ * authenticated with the console's secret, console-secret.ts) holding a console
+ * session id and the admin token, httpOnly and SameSite=Strict, so browser
+ * JavaScript never sees the token; route handlers unseal it and send the token to
+ * the lock server.
  *
  * A sealed cookie alone would stay valid after sign-out (whoever copied it could
- * replay it until it expires), so the console also keeps the set of live session
- * ids (process-state.ts): a cookie counts only while its id is in that set, and
- * signing out removes it. A console restart empties the set — everyone signs in
- * again.
+ * replay it until it expires), so a cookie counts only while the lock server says
+ * its console session is live (K4, issue 25): every console request asks, signing
+ * out ends the session there (K5), and from then on every console replica refuses
+ * the cookie and any copy of it. A console restart changes nothing of this: the
+ * sessions are the lock server's, and with HOLDFAST_CONSOLE_SECRET_FILE the
+ * restarted console opens the cookies it sealed before.
  *
  * Admin actions (revoke, kill) are CSRF-safe three ways: the cookie is
  * SameSite=Strict, the Origin header must name this console, and the request must
- * carry a CSRF token derived from the console session id (HMAC with the process
+ * carry a CSRF token derived from the console session id (HMAC with the console
  * secret), which a cross-site page cannot read or compute.
  */
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { getIronSession, type SessionOptions } from 'iron-session';
 import { cookies } from 'next/headers';
 import type { Identity, Role } from '../api-types';
 import { processState } from './process-state';
-import { errorBody } from './upstream';
+import { callServer, errorBody, type UpstreamResult } from './upstream';
 
 export const SESSION_COOKIE = 'holdfast_console';
 const SESSION_MAX_AGE_SECONDS = 12 * 60 * 60;
@@ -56,45 +59,79 @@ async function sealedCookie(secure = false) {
   return getIronSession<SealedCookie>(await cookies(), cookieOptions(secure));
 }
 
-/** The signed-in console session, or null (no cookie, a cookie that does not unseal, or one signed out). */
-export async function readSession(): Promise<ConsoleSession | null> {
-  const value = await sealedCookie();
-  const { sid, token, name } = value;
-  if (typeof sid !== 'string' || typeof token !== 'string' || token.length === 0) return null;
-  if (!sessionIsLive(sid)) return null;
-  const role: Role = value.role === 'operator' || value.role === 'unknown' ? value.role : 'viewer';
-  return { sid, token, name: typeof name === 'string' ? name : 'unknown', role };
+interface ConsoleSessionAnswer {
+  consoleSessionId: string;
+  name: string;
+  role: 'viewer' | 'operator';
+  expiresAt: number;
 }
 
-/** Start a console session for this token and set its sealed cookie. */
-export async function writeSession(signIn: Omit<ConsoleSession, 'sid'>, request: Request): Promise<ConsoleSession> {
-  const { sessions } = processState();
-  const now = Date.now();
-  for (const [id, endsAt] of sessions) if (endsAt <= now) sessions.delete(id);
-  const session: ConsoleSession = { sid: randomBytes(18).toString('base64url'), ...signIn };
-  sessions.set(session.sid, now + SESSION_MAX_AGE_SECONDS * 1000);
+/**
+ * The signed-in console session as the lock server sees it now (K4): the session, or the answer to
+ * give instead — 401 when there is no cookie, it does not unseal, or its session ended (signed out
+ * on any replica, expired, or its token no longer accepted); the lock server's own error when it
+ * could not say (unreachable: the console shows that, not the sign-in page).
+ */
+export async function checkSession(): Promise<ConsoleSession | Response> {
+  const value = await sealedCookie();
+  const { sid, token } = value;
+  if (typeof sid !== 'string' || typeof token !== 'string' || token.length === 0) return notSignedIn();
+  const answer = await callServer<ConsoleSessionAnswer>(`/v1/console/sessions/${encodeURIComponent(sid)}`, { token });
+  if (answer.ok) return { sid, token, name: answer.body.name, role: answer.body.role };
+  if (answer.status === 401 || answer.status === 403 || answer.status === 404 || answer.status === 400) return notSignedIn();
+  return upstreamError(answer);
+}
+
+/**
+ * For server-rendered pages: the session, or null when not signed in. When the lock server cannot
+ * say, the cookie's own identity renders the shell; every figure on it comes through routes that
+ * check again (and show the lock server unreachable).
+ */
+export async function readSession(): Promise<ConsoleSession | null> {
+  const checked = await checkSession();
+  if (!(checked instanceof Response)) return checked;
+  if (checked.status === 401) return null;
+  const value = await sealedCookie();
+  const role: Role = value.role === 'operator' || value.role === 'unknown' ? value.role : 'viewer';
+  return typeof value.sid === 'string' && typeof value.token === 'string'
+    ? { sid: value.sid, token: value.token, name: typeof value.name === 'string' ? value.name : 'unknown', role }
+    : null;
+}
+
+/** Start a console session for this token on the lock server (K3) and set its sealed cookie. */
+export async function writeSession(token: string, request: Request): Promise<ConsoleSession | Response> {
+  const opened = await callServer<ConsoleSessionAnswer>('/v1/console/sessions', { token, method: 'POST' });
+  if (!opened.ok) return upstreamError(opened);
+  const session: ConsoleSession = { sid: opened.body.consoleSessionId, token, name: opened.body.name, role: opened.body.role };
   const cookie = await sealedCookie(isHttps(request));
   Object.assign(cookie, session);
   await cookie.save();
   return session;
 }
 
-/** Sign out: the session id stops counting at once, so a copy of the cookie is useless too. */
-export async function clearSession(): Promise<void> {
+/**
+ * Sign out: the lock server ends the console session (K5), so every replica refuses the cookie and
+ * any copy of it from now on. The cookie is dropped either way; when the lock server could not be
+ * told, the answer says so (a copy of the cookie would still count until it can).
+ */
+export async function clearSession(): Promise<Response | null> {
   const cookie = await sealedCookie();
-  if (typeof cookie.sid === 'string') processState().sessions.delete(cookie.sid);
+  const { sid, token } = cookie;
   cookie.destroy();
+  if (typeof sid !== 'string' || typeof token !== 'string' || token.length === 0) return null;
+  const ended = await callServer<null>(`/v1/console/sessions/${encodeURIComponent(sid)}`, { token, method: 'DELETE' });
+  // A token the lock server no longer accepts has no session left to end.
+  if (ended.ok || ended.status === 401 || ended.status === 403 || ended.status === 400) return null;
+  return upstreamError(ended);
 }
 
-function sessionIsLive(sid: string): boolean {
-  const { sessions } = processState();
-  const endsAt = sessions.get(sid);
-  if (endsAt === undefined) return false;
-  if (endsAt <= Date.now()) {
-    sessions.delete(sid);
-    return false;
-  }
-  return true;
+function notSignedIn(): Response {
+  return refuse(401, 'UNAUTHENTICATED', 'not signed in to the console');
+}
+
+function upstreamError(answer: UpstreamResult<unknown>): Response {
+  const body = answer.ok ? errorBody('BAD_UPSTREAM_RESPONSE', 'unexpected answer', true) : answer.body;
+  return Response.json(body, { status: answer.status, headers: { 'cache-control': 'no-store' } });
 }
 
 function isHttps(request: Request): boolean {
@@ -128,10 +165,9 @@ export function refuse(status: number, code: string, message: string): Response 
   return Response.json(errorBody(code, message, false), { status, headers: { 'cache-control': 'no-store' } });
 }
 
-/** For reads: the signed-in session, or a 401 response to return. */
+/** For reads: the signed-in session, or the response to return (401, or the lock server's error). */
 export async function requireSession(): Promise<ConsoleSession | Response> {
-  const session = await readSession();
-  return session ?? refuse(401, 'UNAUTHENTICATED', 'not signed in to the console');
+  return checkSession();
 }
 
 /**
@@ -141,8 +177,8 @@ export async function requireSession(): Promise<ConsoleSession | Response> {
  */
 export async function requireOperatorAction(request: Request): Promise<ConsoleSession | Response> {
   if (!sameOrigin(request)) return refuse(403, 'FORBIDDEN', 'cross-origin admin action refused');
-  const session = await readSession();
-  if (!session) return refuse(401, 'UNAUTHENTICATED', 'not signed in to the console');
+  const session = await checkSession();
+  if (session instanceof Response) return session;
   if (!csrfMatches(request, session)) return refuse(403, 'FORBIDDEN', 'missing or wrong CSRF token; reload the page');
   if (session.role === 'viewer') {
     return refuse(403, 'FORBIDDEN', `signed in as ${session.name} with the viewer role; admin actions need an operator token`);

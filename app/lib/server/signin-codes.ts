@@ -1,90 +1,56 @@
 /**
- * One-time sign-in codes: what the link `npm start` prints carries instead of
- * the operator token. Whoever holds an admin token asks the console for a code
- * (POST /api/auth/codes with the token as bearer); the code is good for one
- * sign-in within SIGNIN_CODE_TTL_MILLIS, and then it is gone — a link found
- * later in browser history or a proxy log signs nobody in.
+ * One-time sign-in codes: what the link `npm start` prints carries instead of the operator token.
+ * Whoever holds an admin token asks the console for a code (POST /api/auth/codes with the token as
+ * bearer); the code is good for one sign-in within five minutes, on any console replica, and then
+ * it is gone — a link found later in browser history or a proxy log signs nobody in.
  *
- * A code is 32 base64url characters: the first CODE_ID_CHARS (48 random bits)
- * are its id, the key it is kept under, and the other 24 (144 random bits) its
- * secret, kept only as a SHA-256 digest. The id lets wrong guesses be counted
- * per code (signin-limits.ts): a wrong secret for a pending code counts against
- * that code and leaves it pending for its owner.
- *
- * Pending codes are kept per issuer — the token that minted them, which is also
- * the token they sign in as: each issuer has at most MAX_PENDING_CODES_PER_ISSUER
- * (its own oldest goes first), so another token holder minting codes in a loop
- * never pushes out the operator's link.
+ * The lock server keeps the codes (K1/K2, issue 25; lock/http/console-sign-in.ts has the rules:
+ * a code's id and a digest of its secret, at most 8 pending per token, five wrong secrets lock a
+ * code for a minute, a code redeems once fleet-wide). What it keeps of the token is sealed here
+ * first, with the console's secret (console-secret.ts), which the lock server never sees: reading
+ * the store gives nobody a token, and only a console holding the secret can open what a code
+ * carries.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { consoleNow, processState, type PendingSignIn } from './process-state';
+import { sealData, unsealData } from 'iron-session';
+import type { Role } from '../api-types';
+import { processState } from './process-state';
+import { callServer, type UpstreamResult } from './upstream';
 
 export const SIGNIN_CODE_TTL_MILLIS = 5 * 60_000;
-/** Pending codes one issuer may have; minting one more drops that issuer's oldest. */
-export const MAX_PENDING_CODES_PER_ISSUER = 8;
-/**
- * Bounds memory across issuers (tokens the lock server accepts, so few): at the cap,
- * the issuer with the most pending codes loses its oldest, never someone with fewer.
- */
-export const MAX_PENDING_CODES = 1_024;
-export const CODE_ID_CHARS = 8;
+/** The shape K1 answers: 32 base64url characters (an 8-character id and a 144-bit secret). */
+const CODE = /^[A-Za-z0-9_-]{32}$/;
 
-export type SignIn = Omit<PendingSignIn, 'expiresAt' | 'secretHash'>;
+export interface SignIn {
+  token: string;
+  name: string;
+  role: Role;
+}
 
 export type Redemption =
   | { ok: true; signIn: SignIn }
-  /** `wrongSecretFor`: the id of the pending code whose secret this was not (a guess at it). */
-  | { ok: false; wrongSecretFor?: string };
+  /** `lockedForMillis`: too many wrong secrets for this code (the lock server's count, for every replica). */
+  | { ok: false; lockedForMillis?: number }
+  /** The lock server could not say (unreachable, or answered something unexpected). */
+  | { ok: false; upstream: UpstreamResult<never> };
 
-export function mintSignInCode(identity: SignIn, now = consoleNow()): { code: string; expiresAt: number } {
-  const { codes } = processState();
-  prune(codes, now);
-  const mine = [...codes].filter(([, pending]) => pending.token === identity.token).map(([id]) => id);
-  while (mine.length >= MAX_PENDING_CODES_PER_ISSUER) codes.delete(mine.shift()!);
-  if (codes.size >= MAX_PENDING_CODES) dropOldestOfLargestIssuer(codes);
-  let code: string;
-  do code = randomBytes(24).toString('base64url');
-  while (codes.has(codeIdOf(code)));
-  const expiresAt = now + SIGNIN_CODE_TTL_MILLIS;
-  codes.set(codeIdOf(code), { ...identity, secretHash: digest(code.slice(CODE_ID_CHARS)), expiresAt });
-  return { code, expiresAt };
+/** Asks the lock server for a code signing in as `token` (which it checks: 401/403 when it refuses it). */
+export async function mintSignInCode(token: string): Promise<UpstreamResult<{ code: string; expiresAt: number }>> {
+  // Sealed for a little longer than the code lives, so a code is never refused for its seal alone.
+  const sealedToken = await sealData({ token }, { password: processState().secret, ttl: SIGNIN_CODE_TTL_MILLIS / 1000 + 60 });
+  return callServer<{ code: string; expiresAt: number }>('/v1/console/codes', { token, method: 'POST', body: { sealedToken } });
 }
 
-/** The identity a code signs in as, once; not ok when unknown, used, expired or its secret is wrong. */
-export function redeemSignInCode(code: string, now = consoleNow()): Redemption {
-  const { codes } = processState();
-  const id = codeIdOf(code);
-  const pending = codes.get(id);
-  if (pending === undefined || code.length <= CODE_ID_CHARS) return { ok: false };
-  if (pending.expiresAt <= now) {
-    codes.delete(id);
-    return { ok: false };
-  }
-  if (!timingSafeEqual(digest(code.slice(CODE_ID_CHARS)), pending.secretHash)) return { ok: false, wrongSecretFor: id };
-  codes.delete(id);
-  return { ok: true, signIn: { token: pending.token, name: pending.name, role: pending.role } };
-}
-
-export function codeIdOf(code: string): string {
-  return code.slice(0, CODE_ID_CHARS);
-}
-
-function digest(secret: string): Buffer {
-  return createHash('sha256').update(secret).digest();
-}
-
-function prune(codes: Map<string, PendingSignIn>, now: number): void {
-  for (const [id, pending] of codes) if (pending.expiresAt <= now) codes.delete(id);
-}
-
-function dropOldestOfLargestIssuer(codes: Map<string, PendingSignIn>): void {
-  const byIssuer = new Map<string, string[]>();
-  for (const [id, pending] of codes) {
-    const ids = byIssuer.get(pending.token);
-    if (ids) ids.push(id);
-    else byIssuer.set(pending.token, [id]);
-  }
-  let largest: string[] = [];
-  for (const ids of byIssuer.values()) if (ids.length > largest.length) largest = ids;
-  if (largest[0] !== undefined) codes.delete(largest[0]);
+/** The identity a code signs in as, once; not ok when unknown, used, expired, locked or its secret is wrong. */
+export async function redeemSignInCode(code: string): Promise<Redemption> {
+  if (!CODE.test(code)) return { ok: false };
+  const answer = await callServer<
+    { outcome: 'SIGNED_IN'; name: string; role: Role; sealedToken: string } | { outcome: 'LOCKED'; retryAfterMillis: number }
+  >('/v1/console/codes/redeem', { method: 'POST', body: { code } });
+  if (!answer.ok) return answer.status === 401 ? { ok: false } : { ok: false, upstream: answer as UpstreamResult<never> };
+  if (answer.body.outcome === 'LOCKED') return { ok: false, lockedForMillis: answer.body.retryAfterMillis };
+  const { name, role, sealedToken } = answer.body;
+  // Sealed by a console with another secret (a replica not sharing HOLDFAST_CONSOLE_SECRET_FILE): the code is spent and opens nothing.
+  const opened = await unsealData<{ token?: unknown }>(sealedToken, { password: processState().secret }).catch(() => ({}) as { token?: unknown });
+  if (typeof opened.token !== 'string' || opened.token.length === 0) return { ok: false };
+  return { ok: true, signIn: { token: opened.token, name, role } };
 }

@@ -1,25 +1,20 @@
 /**
- * Failed console sign-ins are rate-limited, per client address and per sign-in
- * code (issue 24): a wrong one-time code, a wrong pasted token and a wrong
- * bearer token on POST /api/auth/codes each count as a failure of the address
- * that sent it. An address with MAX_FAILURES_PER_ADDRESS failures in the last
- * SIGNIN_FAILURE_WINDOW_MILLIS gets `429 RATE_LIMITED` with `Retry-After` —
- * without its credential being checked — until the oldest of them leaves the
- * window. A pending code that has had MAX_FAILURES_PER_CODE wrong secrets sent
- * for it in the window is likewise locked (for every address, the right secret
- * included), so spreading guesses over many addresses does not help either.
+ * Failed console sign-ins are rate-limited per client address (issue 24): a wrong one-time code, a
+ * wrong pasted token and a wrong bearer token on POST /api/auth/codes each count as a failure of the
+ * address that sent it. An address with MAX_FAILURES_PER_ADDRESS failures in the last
+ * SIGNIN_FAILURE_WINDOW_MILLIS gets `429 RATE_LIMITED` with `Retry-After` — without its credential
+ * being checked — until the oldest of them leaves the window. The per-code limit (five wrong
+ * secrets lock a pending code for everyone) is the lock server's, so it holds across console
+ * replicas (K2, issue 25); these per-address counts are per console process (docs/console.md).
  *
- * A failure is charged before the credential is checked and refunded when it
- * turns out right (or when the lock server could not say), so parallel attempts
- * cannot all slip past the check together. A success does not wipe earlier
- * failures: whoever holds one valid token (a viewer's, say) cannot use it to
- * reset its count while guessing another.
+ * A failure is charged before the credential is checked and refunded when it turns out right (or
+ * when the lock server could not say), so parallel attempts cannot all slip past the check
+ * together. A success does not wipe earlier failures: whoever holds one valid token (a viewer's,
+ * say) cannot use it to reset its count while guessing another.
  *
- * Other clients' failures never block an address: the limits are per address and
- * per code, and no limit is global. Memory is bounded: at most
- * MAX_TRACKED_ADDRESSES addresses (the least recently failing is forgotten
- * first) and MAX_TRACKED_CODES code ids, each with at most its limit of
- * timestamps.
+ * Other clients' failures never block an address: no limit is global. Memory is bounded: at most
+ * MAX_TRACKED_ADDRESSES addresses (the least recently failing is forgotten first), each with at
+ * most its limit of timestamps.
  *
  * The client address is the last `X-Forwarded-For` entry: `next start` sets the
  * header to the connection's peer address when the request has none, and a
@@ -34,9 +29,7 @@ import { errorBody } from './upstream';
 
 export const SIGNIN_FAILURE_WINDOW_MILLIS = 60_000;
 export const MAX_FAILURES_PER_ADDRESS = 10;
-export const MAX_FAILURES_PER_CODE = 5;
 export const MAX_TRACKED_ADDRESSES = 10_000;
-export const MAX_TRACKED_CODES = 1_024;
 
 /** Console-only error code (like SERVER_UNREACHABLE): too many failed sign-ins; retry after `Retry-After` seconds. */
 export const RATE_LIMITED = 'RATE_LIMITED';
@@ -65,16 +58,6 @@ export function chargeSignInAttempt(address: string, now = consoleNow()): Charge
       if (times?.length === 0) log.delete(address);
     },
   };
-}
-
-/** How long the pending code with this id is locked for (0: it is not). */
-export function codeLockedFor(codeId: string, now = consoleNow()): number {
-  return blockedFor(processState().failures.byCode, codeId, MAX_FAILURES_PER_CODE, now);
-}
-
-/** A wrong secret was sent for the pending code with this id. */
-export function recordCodeFailure(codeId: string, now = consoleNow()): void {
-  record(processState().failures.byCode, codeId, MAX_FAILURES_PER_CODE, MAX_TRACKED_CODES, now);
 }
 
 /** The 429 answer: the C3 error body, retryable, with `Retry-After` in whole seconds (at least 1). */

@@ -16,7 +16,7 @@ export const BAD_UPSTREAM = 'BAD_UPSTREAM_RESPONSE';
 
 export async function callServer<T>(
   path: string,
-  init: { token?: string; method?: 'GET' | 'POST'; body?: unknown } = {},
+  init: { token?: string; method?: 'GET' | 'POST' | 'DELETE'; body?: unknown } = {},
 ): Promise<UpstreamResult<T>> {
   const url = `${holdfastUrl()}${path}`;
   const headers: Record<string, string> = { accept: 'application/json' };

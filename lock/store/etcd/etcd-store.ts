@@ -61,6 +61,7 @@ import type {
   AcquireAttempt,
 } from '../spi.js';
 import { EtcdAudit } from './etcd-audit.js';
+import { EtcdConsoleRecords } from './etcd-console-records.js';
 import { createEtcdClient, range } from './etcd-client.js';
 import { EtcdContext } from './etcd-context.js';
 import { EtcdFleet } from './etcd-fleet.js';
@@ -106,6 +107,8 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
   private readonly waits: EtcdReleaseWaits;
   /** The fleet-wide wait state (etcd-fleet.ts). */
   readonly fleet: EtcdFleet;
+  /** Sign-in codes and console sessions the console keeps here (etcd-console-records.ts). */
+  readonly consoleRecords: EtcdConsoleRecords;
   /** Revision-addressed waits (waitForRelease below). */
   readonly releaseWaiter: ReleaseWaiter = { waitForRelease: (req) => this.waitForRelease(req) };
 
@@ -113,6 +116,7 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
     if (options.endpoints.length === 0) throw new Error('EtcdStore needs at least one endpoint');
     const ctx = new EtcdContext(keyLayout(options.prefix ?? '/holdfast/', options.namespace), options.clock ?? Date.now);
     this.ctx = ctx;
+    this.consoleRecords = new EtcdConsoleRecords(ctx);
     this.audit = new EtcdAudit(ctx, options.auditSealer ?? createAuditSealer());
     this.sessions = new EtcdSessions(ctx, this.audit);
     this.waits = new EtcdReleaseWaits(ctx, options.waitShape ?? 'shared');

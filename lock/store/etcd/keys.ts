@@ -20,6 +20,7 @@
  *                                waits fleet-wide ("youngest wait")
  *   {root}wv/{instanceId}/{waitId}  deadlock verdict for a wait of that instance: on the wait's session lease
  *   {root}dc                     deadlock checker: on the lease of the one instance that looks for cycles
+ *   {root}cr/{kind}/{id}         console record (issue 25; etcd-console-records.ts): on a lease of its TTL bucket
  *
  * In grant record keys the session id is URI-encoded (no "/" left), so {sessionId}/ is an unambiguous prefix;
  * so is the lock key in wait keys, and the instance id in verdict keys.

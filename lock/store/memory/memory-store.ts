@@ -40,6 +40,7 @@ import type {
 } from '../spi.js';
 import { decodeCursor, encodeCursor } from '../cursor.js';
 import { tallyByPolicy } from '../policy-tally.js';
+import { MemoryConsoleRecords } from './memory-console-records.js';
 
 interface StoredSession extends SessionRecord {
   tokenHash: string;
@@ -62,6 +63,7 @@ export class MemoryLockStore implements LockStore {
   private audit: AuditEntry[] = [];
   private auditHead: AuditHead = { lastId: '0', lastHash: GENESIS_HASH, checkpointId: '0', checkpointHash: GENESIS_HASH, seal: null };
   private lastToken = 0n;
+  readonly consoleRecords = new MemoryConsoleRecords(() => this.now());
 
   constructor(options: MemoryStoreOptions = {}) {
     this.now = options.now ?? Date.now;

@@ -45,6 +45,7 @@ import type { AcquireRequest } from './acquire-batch.js';
 import type { SqlDatabase } from './queryable.js';
 import { migrate } from './schema.js';
 import { SqlAudit } from './sql-audit.js';
+import { SqlConsoleRecords } from './sql-console-records.js';
 import { guardedDatabase, guardSql } from './sql-errors.js';
 import { SqlFleet } from './sql-fleet.js';
 import { SqlGrants } from './sql-grants.js';
@@ -66,6 +67,8 @@ export class SqlLockStore implements LockStore {
   readonly releaseFeed: ReleaseFeed;
   /** Restores never re-issue a token (token-floor.ts). */
   readonly tokenFloor: TokenFloor;
+  /** Sign-in codes and console sessions the console keeps here (sql-console-records.ts). */
+  readonly consoleRecords: SqlConsoleRecords;
   private readonly audit: SqlAudit;
   private readonly sessions: SqlSessions;
   private readonly grants: SqlGrants;
@@ -81,6 +84,7 @@ export class SqlLockStore implements LockStore {
     this.fleet = new SqlFleet(guardedDatabase(db, backend));
     this.releaseFeed = this.fleet;
     this.tokenFloor = new SqlTokenFloor(db, backend, this.audit, options.identity ?? databaseIdentity(db));
+    this.consoleRecords = new SqlConsoleRecords(db, backend);
   }
 
   async init(): Promise<void> {

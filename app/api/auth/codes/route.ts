@@ -4,14 +4,14 @@
  * `path` (`/signin?code=…`) is the link to open. Only someone who holds a token
  * the lock server accepts can mint one, and it signs in as that token — this is
  * how `npm start` prints a sign-in link without putting the operator token in a
- * URL: it reads the local token file and asks here (scripts/start.sh).
+ * URL: it reads the local token file and asks here (scripts/signin-link.sh).
  *
- * A bearer token the lock server refuses is a failed sign-in of the sending
- * address, like a wrong pasted token (signin-limits.ts); pending codes are kept
- * per issuer, so minting many never pushes out someone else's (signin-codes.ts).
+ * The lock server keeps the code (K1: it checks the token, keeps at most 8 pending
+ * codes per token) so any console replica redeems it. A bearer token the lock
+ * server refuses is a failed sign-in of the sending address, like a wrong pasted
+ * token (signin-limits.ts).
  */
 import { refuse } from '../../../lib/server/auth';
-import { resolveIdentity } from '../../../lib/server/identity';
 import { mintSignInCode } from '../../../lib/server/signin-codes';
 import { chargeSignInAttempt, clientAddress, rateLimited } from '../../../lib/server/signin-limits';
 
@@ -24,17 +24,14 @@ export async function POST(request: Request): Promise<Response> {
   const token = match[1]!;
   const attempt = chargeSignInAttempt(clientAddress(request));
   if ('retryAfterMillis' in attempt) return rateLimited(attempt.retryAfterMillis, 'too many failed sign-ins from this address');
-  const identity = await resolveIdentity(token);
-  if (!identity.ok) {
-    const refused = identity.status === 401 || identity.status === 403;
+  const minted = await mintSignInCode(token);
+  if (!minted.ok) {
+    const refused = minted.status === 401 || minted.status === 403;
     if (!refused) attempt.refund();
-    const message = refused ? 'the lock server does not accept this token' : identity.body.error.message;
-    return Response.json({ error: { ...identity.body.error, message } }, { status: identity.status, headers: { 'cache-control': 'no-store' } });
+    const message = refused ? 'the lock server does not accept this token' : minted.body.error.message;
+    return Response.json({ error: { ...minted.body.error, message } }, { status: minted.status, headers: { 'cache-control': 'no-store' } });
   }
   attempt.refund();
-  const { code, expiresAt } = mintSignInCode({ token, name: identity.body.name, role: identity.body.role });
-  return Response.json(
-    { code, expiresAt, path: `/signin?code=${code}` },
-    { status: 201, headers: { 'cache-control': 'no-store' } },
-  );
+  const { code, expiresAt } = minted.body;
+  return Response.json({ code, expiresAt, path: `/signin?code=${code}` }, { status: 201, headers: { 'cache-control': 'no-store' } });
 }
