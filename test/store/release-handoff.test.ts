@@ -171,8 +171,9 @@ describe.each(['postgres', 'embedded'] as const)('release handoff on %s', (backe
     const recorded = async (waitId: string) =>
       (await db.query('SELECT count(*)::int AS n FROM holdfast_waiters WHERE wait_id = $1', [waitId]))[0]!.n as number;
     const grant = await held(key, holder);
-    const usedWait = await waitOn(key, used, 'used');
-    const lapsingWait = await waitOn(key, lapsing, 'lapsing', { ttlMillis: 1, deadlineMillis: 60_000 });
+    // Labels in begin order: two waits begun in one millisecond are ordered by wait id.
+    const usedWait = await waitOn(key, used, 'a-used');
+    const lapsingWait = await waitOn(key, lapsing, 'b-lapsing', { ttlMillis: 1, deadlineMillis: 60_000 });
     const handed = handedTo(await store.release({ key, session: holder.credential, fencingToken: grant.fencingToken }));
     expect(handed.waitId).toBe(usedWait);
     expect(await recorded(usedWait)).toBe(1); // kept, so a wait leaving without the key could give the grant back
