@@ -30,6 +30,7 @@ const startReplica = (index: number) =>
   startConsole({ port: Number(new URL(consoleUrls[index]!).port), holdfastUrl: serverUrl, env: { HOLDFAST_CONSOLE_SECRET_FILE: secretFile } });
 
 test.beforeAll(async () => {
+  test.setTimeout(180_000); // two `next start`s at once on a busy machine; only bounds a failure
   const dir = mkdtempSync(path.join(tmpdir(), 'holdfast-e2e-replicas-'));
   secretFile = path.join(dir, 'console-secret');
   writeFileSync(secretFile, `${randomBytes(32).toString('hex')}\n`);
@@ -55,6 +56,7 @@ async function throughBoth(request: APIRequestContext, call: (r: APIRequestConte
 }
 
 test('sign in once through the proxy; act through both replicas; restart one: still signed in; sign out: refused by both', async ({ browser }) => {
+  test.setTimeout(240_000); // restarts a `next start` mid-test; only bounds a failure
   const lockApi = new LockApi(serverUrl, e2e.operatorToken);
   const prefix = uniquePrefix('replicas');
   const holder = await lockApi.openSession('replica-worker');

@@ -45,7 +45,11 @@ function start(command: string, args: string[], env: Record<string, string>): Pr
   };
 }
 
-export async function waitForUrl(url: string, proc: Proc, timeoutMillis = 60_000): Promise<void> {
+/**
+ * Only bounds a process that never gets ready (one that exits is reported at once): a fresh embedded
+ * server's first start (PGlite's initdb) took 38–60 s here at load average 15, a few seconds quietly.
+ */
+export async function waitForUrl(url: string, proc: Proc, timeoutMillis = 150_000): Promise<void> {
   const deadline = Date.now() + timeoutMillis;
   for (;;) {
     if (proc.child.exitCode !== null) throw new Error(`process exited before ${url} answered:\n${proc.output()}`);
