@@ -143,7 +143,7 @@ describe('contended acquire races on postgres', () => {
       await control.query('SELECT pg_advisory_unlock($1)', [PAUSE_LOCK]);
 
       const [release, leave] = await Promise.all([releaseSettled, leftSettled]);
-      const failure = (o: { error?: unknown }) => ('error' in o ? String((o.error as { code?: string }).code ?? o.error) : null);
+      const failure = (o: object) => ('error' in o ? String((o.error as { code?: string }).code ?? o.error) : null);
       expect({ release: failure(release), leave: failure(leave) }).toEqual({ release: null, leave: null });
       expect('result' in release && release.result).toMatchObject({ kind: 'released' });
     } finally {
