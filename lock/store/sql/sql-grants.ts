@@ -206,7 +206,7 @@ export class SqlGrants {
         // expireSessions for why not key order), deleted by primary key (= ANY(ARRAY(...)): an
         // IN (subquery) was planned as a hash join over every lock row): locks of ended sessions
         // go with their session in the same transaction, so there are no orphans to hunt for.
-        // Also the records of handed waits whose grant is gone (expired, revoked, taken over):
+        // Also the records (up to `limit` a sweep) of handed waits whose grant is gone (expired, revoked, taken over):
         // their wait answered without an endWait (spi.ts), and nothing can give the grant back now.
         // Skipping locked records, as the sweep skips locked grants: it never waits on a session's
         // or instance's end (which lock records in their own order), nor on a release or endWait.
@@ -214,7 +214,7 @@ export class SqlGrants {
          handed_gone AS (DELETE FROM holdfast_waiters WHERE wait_id = ANY(ARRAY(
            SELECT w.wait_id FROM holdfast_waiters w WHERE w.granted_token IS NOT NULL
              AND NOT EXISTS (SELECT 1 FROM holdfast_locks l WHERE l.key = w.key AND l.fencing_token = w.granted_token)
-           FOR UPDATE OF w SKIP LOCKED)))
+           LIMIT $1 FOR UPDATE OF w SKIP LOCKED)))
          DELETE FROM holdfast_locks WHERE key = ANY(ARRAY(
            SELECT l.key FROM holdfast_locks l WHERE l.expires_at <= ${DB_NOW}
            ORDER BY l.expires_at LIMIT $1 FOR UPDATE SKIP LOCKED))
