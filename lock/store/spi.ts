@@ -52,9 +52,11 @@
  *   stops counting in the same write, is announced on the release feed with its grant, and its
  *   endWait answers the grant (so a wait leaving without the key can give it back). A wait that
  *   answers with the handed grant sends no endWait: its record goes in the write that releases
- *   that grant, or with the sweep once the grant is gone (expireLocks). A wait
- *   granted by a try ends in that grant's write, so no later release hands it the key. A release
- *   never waits for a wait's or a session's row lock to hand off: it passes such a wait over.
+ *   that grant, or with the sweep once the grant is gone (expireLocks), or with its session or
+ *   instance. A wait granted by a try ends in that grant's write, so no later release hands it the
+ *   key. A release never waits for a wait's or a session's row lock, to hand off or to delete a
+ *   handed record: it passes such a wait over (and leaves such a record to the sweep); the sweep
+ *   skips locked records too.
  */
 import type { AuditEntry, BackendName, FencingToken, Page, SessionInfo } from '../../contract/records.js';
 import type {
@@ -211,7 +213,8 @@ export interface ReleaseWaiter {
  * (FleetWaitState.beginWait). A hint, like ReleaseWaiter: core re-runs tryAcquire.
  * Not every release reaches every wait: a release whose statement ran before the wait's
  * record committed, but which committed only after the wait's last try read the key as
- * held, announces nothing to it. Core therefore records a wait, tries once more, and
+ * held, announces nothing to it. Core therefore records a wait, tries once more (unless the try
+ * itself recorded it under the lock row's lock: FleetWaitState.recordsOnTry), and
  * while parked still re-checks now and then (LockServiceOptions.feedRecheckMillis).
  */
 export interface ReleaseFeed {
@@ -290,7 +293,10 @@ export interface FleetWaitState {
    * True when tryAcquire records `recordWait` in its own write on finding the key held by another
    * live session (SQL): decided under the lock row's lock, so a release of that grant comes after
    * the record and hands the key to the wait or announces the release. The answer's
-   * `waitRecorded` says it was; else (instance gone, or a store without this) nothing was recorded.
+   * `waitRecorded` says this try recorded it; absent, this try recorded nothing: the key was free or
+   * the session's own, the instance is gone (or ending), the wait id is recorded already (an earlier
+   * try that got no answer may have recorded it), or the try was retried without records (a key that
+   * changed hands too often in one call). Core then records the wait with beginWait, as before.
    */
   readonly recordsOnTry: boolean;
   /**

@@ -159,6 +159,14 @@ export class EtcdFleet implements FleetWaitState {
     }
   }
 
+  /**
+   * A grant sent with this wait's id deleted its key in the grant's own txn (etcd-grants.ts), and
+   * core sends no endWait for it: nothing is kept for it here either.
+   */
+  endedByGrant(waitId: string): void {
+    this.recorded.delete(waitId);
+  }
+
   /** Never hands a wait a key: see `handsOff`. */
   async endWait(waitId: string): Promise<null> {
     const known = this.recorded.get(waitId) ?? (await this.reads.findWait(waitId));

@@ -207,8 +207,11 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
 
   // ---------------------------------------------------------------- locks (etcd-grants.ts)
 
-  tryAcquire(req: AcquireAttempt): Promise<TryAcquireResult> {
-    return this.grants.tryAcquire(req);
+  async tryAcquire(req: AcquireAttempt): Promise<TryAcquireResult> {
+    const result = await this.grants.tryAcquire(req);
+    // A new grant sent with a wait id deleted that wait's key in its txn (an `existing` one did not).
+    if (req.waitId !== undefined && result.kind === 'granted' && !result.existing) this.fleet.endedByGrant(req.waitId);
+    return result;
   }
 
   renew(req: RenewRequest): Promise<RenewResult> {

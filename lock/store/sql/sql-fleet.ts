@@ -3,8 +3,10 @@
  * the fleet-wide wait state, deadlock verdicts, and the release feed (LISTEN on the
  * channel the holdfast_locks trigger notifies). The same SQL on PostgreSQL and PGlite.
  *
- * Lock order: waiter rows are only ever locked after session or instance rows (by the
- * cascades) or alone (endWait, verdict marks), so these writes add no cycle to the store's.
+ * Lock order: waiter rows are locked after session or instance rows (by the cascades), alone
+ * (endWait, verdict marks), or after lock rows only with SKIP LOCKED (a release's heirs and the
+ * handed records it ends, the sweep's handed records; sql-grants.ts); a try that records a wait
+ * (migration 11) inserts a new row after its lock rows. So these writes add no cycle to the store's.
  */
 import type { DeadlockVerdict, FleetWaitState, HandedGrant, HeldLock, InstancePublication, ReleaseFeed, ReleaseFeedListener, WaitEdge } from '../spi.js';
 import { LIVE_LOCK, QUALIFIED_LOCK_COLUMNS, toLock } from './sql-rows.js';

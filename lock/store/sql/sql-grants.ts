@@ -206,11 +206,15 @@ export class SqlGrants {
         // expireSessions for why not key order), deleted by primary key (= ANY(ARRAY(...)): an
         // IN (subquery) was planned as a hash join over every lock row): locks of ended sessions
         // go with their session in the same transaction, so there are no orphans to hunt for.
-        // Also the records of handed waits whose grant is gone (expired, revoked, taken over):
+        // Also the records (up to `limit` a sweep) of handed waits whose grant is gone (expired, revoked, taken over):
         // their wait answered without an endWait (spi.ts), and nothing can give the grant back now.
+        // Skipping locked records, as the sweep skips locked grants: it never waits on a session's
+        // or instance's end (which lock records in their own order), nor on a release or endWait.
         `WITH n AS (SELECT holdfast_now_ms() AS now),
-         handed_gone AS (DELETE FROM holdfast_waiters w WHERE w.granted_token IS NOT NULL
-           AND NOT EXISTS (SELECT 1 FROM holdfast_locks l WHERE l.key = w.key AND l.fencing_token = w.granted_token))
+         handed_gone AS (DELETE FROM holdfast_waiters WHERE wait_id = ANY(ARRAY(
+           SELECT w.wait_id FROM holdfast_waiters w WHERE w.granted_token IS NOT NULL
+             AND NOT EXISTS (SELECT 1 FROM holdfast_locks l WHERE l.key = w.key AND l.fencing_token = w.granted_token)
+           LIMIT $1 FOR UPDATE OF w SKIP LOCKED)))
          DELETE FROM holdfast_locks WHERE key = ANY(ARRAY(
            SELECT l.key FROM holdfast_locks l WHERE l.expires_at <= ${DB_NOW}
            ORDER BY l.expires_at LIMIT $1 FOR UPDATE SKIP LOCKED))
@@ -242,10 +246,16 @@ export class SqlGrants {
 
 /**
  * The release batch (migration 6), which also deletes the record of the handed wait whose grant
- * each release ends: that wait answered with the grant and sent no endWait (spi.ts).
+ * each release ends: that wait answered with the grant and sent no endWait (spi.ts). A record
+ * someone else has locked (its session's or instance's end, an endWait) is passed over, as the
+ * release passes over a locked heir: a release never waits on a wait's row lock (it holds lock
+ * rows and heirs' records, and an instance's end locks that instance's records in any order).
+ * The sweep takes what is left once this grant is gone.
  */
 const RELEASE_SQL = `WITH r AS (SELECT * FROM holdfast_release_batch($1::text[], $2::bigint[], $3::text[], $4::text[])),
-  handed_done AS (DELETE FROM holdfast_waiters w USING r WHERE w.key = r.r_key AND w.granted_token = r.r_fencing_token::bigint)
+  handed_done AS (DELETE FROM holdfast_waiters WHERE wait_id = ANY(ARRAY(
+    SELECT w.wait_id FROM holdfast_waiters w JOIN r ON w.key = r.r_key AND w.granted_token = r.r_fencing_token::bigint
+    FOR UPDATE OF w SKIP LOCKED)))
   SELECT * FROM r`;
 
 /** A row's columns that start with `prefix`, without it (the release function answers two locks per row). */

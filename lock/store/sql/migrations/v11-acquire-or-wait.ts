@@ -74,12 +74,15 @@ export const v11: Migration = {
              holders[i] := l; done := true;
              -- The row lock is held until commit: a release of this grant waits for it, then sees the
              -- wait (hands it the key, or announces the release to its instance). Recorded as
-             -- FleetWaitState.beginWait records: only for a live instance, once per wait id.
+             -- FleetWaitState.beginWait records: only for a live instance, once per wait id. The
+             -- instance row is key-share locked by the check itself: an instance ending meanwhile
+             -- is waited for and then found gone (nothing recorded), never a foreign-key error
+             -- that would fail the whole batch.
              IF kinds[i] = 'held' AND p_wait_ids[i] IS NOT NULL THEN
                INSERT INTO holdfast_waiters (wait_id, session_id, key, instance_id, started_at, ttl_millis, deadline_at)
                  SELECT p_wait_ids[i], p_sessions[i], p_keys[i], p_instance_ids[i], holdfast_now_ms(), p_wait_ttls[i],
                         holdfast_now_ms() + p_wait_budgets[i]
-                 WHERE EXISTS (SELECT 1 FROM holdfast_instances hi WHERE hi.instance_id = p_instance_ids[i])
+                 WHERE EXISTS (SELECT 1 FROM holdfast_instances hi WHERE hi.instance_id = p_instance_ids[i] FOR KEY SHARE)
                  ON CONFLICT (wait_id) DO NOTHING;
                GET DIAGNOSTICS inserted = ROW_COUNT;
                recorded[i] := inserted = 1;
