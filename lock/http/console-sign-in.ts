@@ -73,7 +73,7 @@ export class ConsoleSignIn {
       mintSeq: mintSeq++,
     };
     const record = await this.records.put({ kind: KIND.code, id: codeIdOf(code), value: JSON.stringify(pending), ttlMillis: CONSOLE_SIGN_IN.codeTtlMillis });
-    await this.keepCodesWithinCaps(issuer.name);
+    await this.keepCodesWithinCaps(issuer.name, record.id);
     return { code, expiresAt: record.expiresAt };
   }
 
@@ -109,7 +109,7 @@ export class ConsoleSignIn {
       value: JSON.stringify({ name: issuer.name }),
       ttlMillis: CONSOLE_SIGN_IN.sessionTtlMillis,
     });
-    await this.keepSessionsWithinCap(issuer.name);
+    await this.keepSessionsWithinCap(issuer.name, record.id);
     return { consoleSessionId, expiresAt: record.expiresAt };
   }
 
@@ -127,26 +127,31 @@ export class ConsoleSignIn {
    * The caps are kept *after* the put: concurrent puts (on any instances) each list after their own
    * put, so the last list of them sees every one and trims to the cap. Trimming before the put
    * would let requests sent together all see room and all put. A list cut short by its limit is
-   * read again until the cap holds.
+   * read again until the cap holds. The record just put counts as the newest whatever its expiry
+   * says (etcd's is the answering server's clock, which may run behind another's): a mint or a
+   * sign-in never drops what it is about to answer.
    */
 
   /** A token keeps at most maxSessionsPerIssuer console sessions: the soonest to expire go first. */
-  private async keepSessionsWithinCap(name: string): Promise<void> {
+  private async keepSessionsWithinCap(name: string, justPut: string): Promise<void> {
     const prefix = `${digest(`issuer\n${name}`)}/`;
     const limit = CONSOLE_SIGN_IN.maxSessionsPerIssuer + 16;
     for (;;) {
       const live = await this.records.list(KIND.session, prefix, limit);
-      for (const old of live.slice(0, Math.max(0, live.length - CONSOLE_SIGN_IN.maxSessionsPerIssuer))) await this.records.delete(KIND.session, old.id);
+      const others = live.filter((record) => record.id !== justPut);
+      for (const old of others.slice(0, Math.max(0, live.length - CONSOLE_SIGN_IN.maxSessionsPerIssuer))) await this.records.delete(KIND.session, old.id);
       if (live.length < limit) return;
     }
   }
 
   /** An issuer keeps at most maxCodesPerIssuer pending codes; all issuers together at most maxCodes. */
-  private async keepCodesWithinCaps(name: string): Promise<void> {
+  private async keepCodesWithinCaps(name: string, justPut: string): Promise<void> {
     const limit = CONSOLE_SIGN_IN.maxCodes + 64;
     for (;;) {
       const listed = await this.records.list(KIND.code, '', limit);
-      const pending = listed.map((record) => ({ record, code: parse(record) })).sort(byMintOrder);
+      const pending = listed
+        .map((record) => ({ record, code: parse(record) }))
+        .sort((a, b) => Number(a.record.id === justPut) - Number(b.record.id === justPut) || byMintOrder(a, b));
       const byIssuer = new Map<string, ConsoleRecord[]>();
       for (const { record, code } of pending) byIssuer.set(code.name, [...(byIssuer.get(code.name) ?? []), record]);
       const drop = async (list: ConsoleRecord[]) => {
