@@ -63,7 +63,6 @@ export class ConsoleSignIn {
   ) {}
 
   async mintCode(issuer: Issuer, sealedToken: string): Promise<{ code: string; expiresAt: number }> {
-    await this.makeRoomForCode(issuer.name);
     const code = randomBytes((CONSOLE_SIGN_IN.codeChars * 3) / 4).toString('base64url');
     const pending: PendingCode = {
       name: issuer.name,
@@ -74,6 +73,7 @@ export class ConsoleSignIn {
       mintSeq: mintSeq++,
     };
     const record = await this.records.put({ kind: KIND.code, id: codeIdOf(code), value: JSON.stringify(pending), ttlMillis: CONSOLE_SIGN_IN.codeTtlMillis });
+    await this.keepCodesWithinCaps(issuer.name, record.id);
     return { code, expiresAt: record.expiresAt };
   }
 
@@ -102,10 +102,6 @@ export class ConsoleSignIn {
   }
 
   async openSession(issuer: Issuer): Promise<{ consoleSessionId: string; expiresAt: number }> {
-    const prefix = `${digest(`issuer\n${issuer.name}`)}/`;
-    const live = await this.records.list(KIND.session, prefix, CONSOLE_SIGN_IN.maxSessionsPerIssuer + 16);
-    // Soonest to expire first: the oldest sessions of this token make room for its new one.
-    for (const old of live.slice(0, Math.max(0, live.length - CONSOLE_SIGN_IN.maxSessionsPerIssuer + 1))) await this.records.delete(KIND.session, old.id);
     const consoleSessionId = randomBytes((CONSOLE_SIGN_IN.sessionIdChars * 3) / 4).toString('base64url');
     const record = await this.records.put({
       kind: KIND.session,
@@ -113,6 +109,7 @@ export class ConsoleSignIn {
       value: JSON.stringify({ name: issuer.name }),
       ttlMillis: CONSOLE_SIGN_IN.sessionTtlMillis,
     });
+    await this.keepSessionsWithinCap(issuer.name, record.id);
     return { consoleSessionId, expiresAt: record.expiresAt };
   }
 
@@ -126,23 +123,49 @@ export class ConsoleSignIn {
     await this.records.delete(KIND.session, sessionRecordId(name, consoleSessionId));
   }
 
+  /*
+   * The caps are kept *after* the put: concurrent puts (on any instances) each list after their own
+   * put, so the last list of them sees every one and trims to the cap. Trimming before the put
+   * would let requests sent together all see room and all put. A list cut short by its limit is
+   * read again until the cap holds. The record just put counts as the newest whatever its expiry
+   * says (etcd's is the answering server's clock, which may run behind another's): a mint or a
+   * sign-in never drops what it is about to answer.
+   */
+
+  /** A token keeps at most maxSessionsPerIssuer console sessions: the soonest to expire go first. */
+  private async keepSessionsWithinCap(name: string, justPut: string): Promise<void> {
+    const prefix = `${digest(`issuer\n${name}`)}/`;
+    const limit = CONSOLE_SIGN_IN.maxSessionsPerIssuer + 16;
+    for (;;) {
+      const live = await this.records.list(KIND.session, prefix, limit);
+      const others = live.filter((record) => record.id !== justPut);
+      for (const old of others.slice(0, Math.max(0, live.length - CONSOLE_SIGN_IN.maxSessionsPerIssuer))) await this.records.delete(KIND.session, old.id);
+      if (live.length < limit) return;
+    }
+  }
+
   /** An issuer keeps at most maxCodesPerIssuer pending codes; all issuers together at most maxCodes. */
-  private async makeRoomForCode(name: string): Promise<void> {
-    const pending = (await this.records.list(KIND.code, '', CONSOLE_SIGN_IN.maxCodes + 64))
-      .map((record) => ({ record, code: parse(record) }))
-      .sort(byMintOrder);
-    const byIssuer = new Map<string, ConsoleRecord[]>();
-    for (const { record, code } of pending) byIssuer.set(code.name, [...(byIssuer.get(code.name) ?? []), record]);
-    const drop = async (list: ConsoleRecord[]) => {
-      const oldest = list.shift()!;
-      await this.records.delete(KIND.code, oldest.id);
-    };
-    const mine = byIssuer.get(name) ?? [];
-    while (mine.length >= CONSOLE_SIGN_IN.maxCodesPerIssuer) await drop(mine);
-    let total = [...byIssuer.values()].reduce((sum, list) => sum + list.length, 0);
-    while (total >= CONSOLE_SIGN_IN.maxCodes) {
-      await drop([...byIssuer.values()].reduce((a, b) => (b.length > a.length ? b : a)));
-      total -= 1;
+  private async keepCodesWithinCaps(name: string, justPut: string): Promise<void> {
+    const limit = CONSOLE_SIGN_IN.maxCodes + 64;
+    for (;;) {
+      const listed = await this.records.list(KIND.code, '', limit);
+      const pending = listed
+        .map((record) => ({ record, code: parse(record) }))
+        .sort((a, b) => Number(a.record.id === justPut) - Number(b.record.id === justPut) || byMintOrder(a, b));
+      const byIssuer = new Map<string, ConsoleRecord[]>();
+      for (const { record, code } of pending) byIssuer.set(code.name, [...(byIssuer.get(code.name) ?? []), record]);
+      const drop = async (list: ConsoleRecord[]) => {
+        const oldest = list.shift()!;
+        await this.records.delete(KIND.code, oldest.id);
+      };
+      const mine = byIssuer.get(name) ?? [];
+      while (mine.length > CONSOLE_SIGN_IN.maxCodesPerIssuer) await drop(mine);
+      let total = [...byIssuer.values()].reduce((sum, list) => sum + list.length, 0);
+      while (total > CONSOLE_SIGN_IN.maxCodes) {
+        await drop([...byIssuer.values()].reduce((a, b) => (b.length > a.length ? b : a)));
+        total -= 1;
+      }
+      if (listed.length < limit) return;
     }
   }
 }

@@ -19,6 +19,13 @@ import { callServer, type UpstreamResult } from './upstream';
 export const SIGNIN_CODE_TTL_MILLIS = 5 * 60_000;
 /** The shape K1 answers: 32 base64url characters (an 8-character id and a 144-bit secret). */
 const CODE = /^[A-Za-z0-9_-]{32}$/;
+/**
+ * The field a code's seal keeps the token under, which no other seal of the console's secret has:
+ * K1 keeps whatever seal its caller sends, and the session cookie is a seal of the same secret
+ * holding `token`, so a viewer sending a copied cookie would otherwise get a code signing in as
+ * the cookie's token (after that cookie's sign-out, too).
+ */
+const CODE_SEAL_FIELD = 'signInCodeToken';
 
 export interface SignIn {
   token: string;
@@ -36,7 +43,7 @@ export type Redemption =
 /** Asks the lock server for a code signing in as `token` (which it checks: 401/403 when it refuses it). */
 export async function mintSignInCode(token: string): Promise<UpstreamResult<{ code: string; expiresAt: number }>> {
   // Sealed for a little longer than the code lives, so a code is never refused for its seal alone.
-  const sealedToken = await sealData({ token }, { password: processState().secret, ttl: SIGNIN_CODE_TTL_MILLIS / 1000 + 60 });
+  const sealedToken = await sealData({ [CODE_SEAL_FIELD]: token }, { password: processState().secret, ttl: SIGNIN_CODE_TTL_MILLIS / 1000 + 60 });
   return callServer<{ code: string; expiresAt: number }>('/v1/console/codes', { token, method: 'POST', body: { sealedToken } });
 }
 
@@ -50,7 +57,8 @@ export async function redeemSignInCode(code: string): Promise<Redemption> {
   if (answer.body.outcome === 'LOCKED') return { ok: false, lockedForMillis: answer.body.retryAfterMillis };
   const { name, role, sealedToken } = answer.body;
   // Sealed by a console with another secret (a replica not sharing HOLDFAST_CONSOLE_SECRET_FILE): the code is spent and opens nothing.
-  const opened = await unsealData<{ token?: unknown }>(sealedToken, { password: processState().secret }).catch(() => ({}) as { token?: unknown });
-  if (typeof opened.token !== 'string' || opened.token.length === 0) return { ok: false };
-  return { ok: true, signIn: { token: opened.token, name, role } };
+  const opened = await unsealData<Record<string, unknown>>(sealedToken, { password: processState().secret }).catch(() => ({}) as Record<string, unknown>);
+  const token = opened[CODE_SEAL_FIELD];
+  if (typeof token !== 'string' || token.length === 0) return { ok: false };
+  return { ok: true, signIn: { token, name, role } };
 }
