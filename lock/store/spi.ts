@@ -178,6 +178,9 @@ export interface LockStore {
  *   transaction.
  * - check claims a store that has recorded no identity yet (a new store, or one from before this
  *   release); claiming a store whose sequence has already drawn tokens advances it first.
+ * - A store only one process opens at a time (embedded: the data directory's lock) raises the floor
+ *   at every check that finds it current: it starts on the store clock's microseconds, so a data
+ *   directory copied back whole (its identity with it) cannot issue a token again either.
  */
 export interface TokenFloor {
   check(): Promise<StoreIdentityCheck>;

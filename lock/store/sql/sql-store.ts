@@ -83,7 +83,7 @@ export class SqlLockStore implements LockStore {
     this.grants = new SqlGrants(db, backend, this.audit);
     this.fleet = new SqlFleet(guardedDatabase(db, backend));
     this.releaseFeed = this.fleet;
-    this.tokenFloor = new SqlTokenFloor(db, backend, this.audit, options.identity ?? databaseIdentity(db));
+    this.tokenFloor = new SqlTokenFloor(db, backend, this.audit, options.identity ?? databaseIdentity(db), backend === 'embedded');
     this.consoleRecords = new SqlConsoleRecords(db, backend);
   }
 

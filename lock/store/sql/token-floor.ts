@@ -31,6 +31,12 @@ export class SqlTokenFloor implements TokenFloor {
     private readonly audit: SqlAudit,
     /** Where the store lives now (databaseIdentity, or the embedded data dir's store id). */
     private readonly identity: () => Promise<string>,
+    /**
+     * Only one process opens this store at a time (embedded): every check that finds it current
+     * raises the floor too, so a store put back whole with its identity (a copied data directory)
+     * still never issues a token again. A shared store cannot: its instances start while others serve.
+     */
+    private readonly raiseWhenCurrent = false,
   ) {}
 
   async check(): Promise<StoreIdentityCheck> {
@@ -38,6 +44,10 @@ export class SqlTokenFloor implements TokenFloor {
     return guardSql(this.backend, () =>
       this.db.transaction(async (tx) => {
         const recorded = await recordedIdentity(tx);
+        if (recorded !== null && recorded === live && this.raiseWhenCurrent) {
+          const sequence = await readSequence(tx);
+          if (sequence.drawn) await tx.query('UPDATE holdfast_token_floor SET advanced_to = $1::bigint', [await raiseFloor(tx, sequence)]);
+        }
         if (recorded !== null) return { state: recorded === live ? 'current' : 'restored', recorded, live };
         // Never recorded: a new store, or one from before this release (whose backup may be older
         // than its sequence: a sequence that has drawn tokens is advanced as it is claimed).
