@@ -8,7 +8,7 @@
 import { LockClient } from '../../client/client.js';
 import { EndpointsTransport } from '../../client/endpoints.js';
 import { FetchTransport } from '../../client/transport.js';
-import { FencedResourceRecorder, findOverlaps, type ObservedGrant } from './fenced-resource.js';
+import { FencedResourceRecorder, findOverlaps, holdThroughFence, type ObservedGrant } from './fenced-resource.js';
 
 export interface WorkloadOptions {
   /** Instances of one service; the client moves between them as `baseUrl: [...]` does. */
@@ -121,16 +121,8 @@ export function startWorkload(options: WorkloadOptions): Workload {
         });
         if (!handle) continue;
         const grantedAt = Date.now();
-        let lostAt: number | undefined;
-        handle.signal.addEventListener('abort', () => {
-          if (handle.lost) lostAt = Date.now();
-        });
-        recorder.write(key, handle.fencingToken);
-        await new Promise((r) => setTimeout(r, options.workMillis));
-        // The write a paused or slow holder would make at the end of its work.
-        if (!handle.lost) recorder.write(key, handle.fencingToken);
-        const releasedAt = lostAt ?? Date.now();
-        if (handle.lost) report.handlesLost += 1;
+        const { lost, releasedAt } = await holdThroughFence(recorder, key, handle, options.workMillis);
+        if (lost) report.handlesLost += 1;
         grants.push({ key, token: BigInt(handle.fencingToken), requestedAt, grantedAt, releasedAt });
         await session.release(handle).catch(countError);
       } catch (error) {

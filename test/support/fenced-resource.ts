@@ -65,3 +65,26 @@ export function findTokenOrderViolations(grants: ObservedGrant[]): string[] {
   if (unique.size !== grants.length) problems.push(`${grants.length - unique.size} duplicate tokens`);
   return problems;
 }
+
+/** What a workload needs of a lock handle (either SDK release's: the roll test runs both). */
+export interface FencedHandle {
+  readonly fencingToken: string;
+  readonly lost: boolean;
+  readonly signal: AbortSignal;
+}
+
+/**
+ * One hold as the workloads make it: a write through the fence at once, `workMillis` of work, and
+ * the write a paused or slow holder makes at the end of it (skipped once the handle reports lost).
+ * Answers when the grant ended for this holder: when the handle was lost, else now.
+ */
+export async function holdThroughFence(recorder: FencedResourceRecorder, key: string, handle: FencedHandle, workMillis: number): Promise<{ lost: boolean; releasedAt: number }> {
+  let lostAt: number | undefined;
+  handle.signal.addEventListener('abort', () => {
+    if (handle.lost) lostAt = Date.now();
+  });
+  recorder.write(key, handle.fencingToken);
+  await new Promise((r) => setTimeout(r, workMillis));
+  if (!handle.lost) recorder.write(key, handle.fencingToken);
+  return { lost: handle.lost, releasedAt: lostAt ?? Date.now() };
+}

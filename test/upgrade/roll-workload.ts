@@ -7,7 +7,7 @@
  * recorded as hung instead of stalling the worker.
  */
 import type * as Sdk from '../../client/index.js';
-import { FencedResourceRecorder, findOverlaps, findTokenOrderViolations, type ObservedGrant } from '../support/fenced-resource.js';
+import { FencedResourceRecorder, findOverlaps, findTokenOrderViolations, holdThroughFence, type ObservedGrant } from '../support/fenced-resource.js';
 
 /** One address the client knows; the instance behind it is replaced during the roll. */
 export interface RollEndpoint {
@@ -215,16 +215,9 @@ export function startRollWorkload(options: RollWorkloadOptions): RollWorkload {
       bump(acquireEnds, 'granted');
       bump(grantsBySdk, sdk.name);
       const grantedAt = Date.now();
-      let lostAt: number | undefined;
-      handle.signal.addEventListener('abort', () => {
-        if (handle.lost) lostAt = Date.now();
-      });
-      recorder.write(key, handle.fencingToken);
-      await new Promise((r) => setTimeout(r, options.workMillis));
-      // The write a slow holder makes at the end of its work.
-      if (!handle.lost) recorder.write(key, handle.fencingToken);
-      if (handle.lost) report.handlesLost += 1;
-      grants.push({ key, token: BigInt(handle.fencingToken), requestedAt, grantedAt, releasedAt: lostAt ?? Date.now() });
+      const { lost, releasedAt } = await holdThroughFence(recorder, key, handle, options.workMillis);
+      if (lost) report.handlesLost += 1;
+      grants.push({ key, token: BigInt(handle.fencingToken), requestedAt, grantedAt, releasedAt });
       await session.release(handle).catch((error: unknown) => bump(otherErrors, `${sdk.name} SDK release ${errorLabel(error)}`));
     }
     await session?.close().catch((error: unknown) => bump(otherErrors, `${sdk.name} SDK close ${errorLabel(error)}`));
