@@ -1,11 +1,11 @@
 /**
- * Typed calls for the routes the SDK uses (C3 L1–L7). Expected answers —
+ * Typed calls for the routes the SDK uses (C3 L1–L8). Expected answers —
  * including every C3 error — come back as values so the retry logic can
  * branch on them; only a transport failure (no answer at all) throws.
  *
  * Credentials: L2–L6 carry the calling session's `sessionToken` as
  * `Authorization: Bearer`, passed in by the session on every call (never stored
- * here); L1 and L7 carry the client token when the application configured one
+ * here); L1, L7 and L8 carry the client token when the application configured one
  * (servers with `client` tokens require it). Neither ever reaches an error
  * message: bodies are previewed with any `sessionToken` field redacted.
  */
@@ -71,7 +71,7 @@ export class LockApi {
 
   acquire(
     key: string,
-    body: { sessionId: string; ttlMillis?: number; waitMillis?: number },
+    body: { sessionId: string; ttlMillis?: number; waitMillis?: number; value?: string },
     sessionToken: string,
     signal?: AbortSignal,
   ): Promise<ApiResult<LockGrant>> {
@@ -80,7 +80,8 @@ export class LockApi {
 
   renew(
     key: string,
-    body: { sessionId: string; fencingToken: FencingToken; ttlMillis?: number },
+    /** `value` makes it a proclaim (v3): the grant's value is replaced, same token. */
+    body: { sessionId: string; fencingToken: FencingToken; ttlMillis?: number; value?: string },
     sessionToken: string,
     signal?: AbortSignal,
   ): Promise<ApiResult<LockGrant>> {
@@ -98,6 +99,16 @@ export class LockApi {
 
   readLock(key: string, signal?: AbortSignal): Promise<ApiResult<LockInfo>> {
     return this.call('GET', `/v1/locks/${encodeURIComponent(key)}`, undefined, signal, this.#clientToken, 200, isLockInfo);
+  }
+
+  /**
+   * L8 (v3): a long poll that answers once the key's highest holder token is not `after`
+   * (absent: answer now), or after `waitMillis` with the unchanged state. L7's access: the client token.
+   */
+  watchLock(key: string, after: FencingToken | undefined, waitMillis: number, signal?: AbortSignal): Promise<ApiResult<LockInfo>> {
+    const query = `${after === undefined ? '' : `after=${after}&`}waitMillis=${waitMillis}`;
+    const path = `/v1/locks/${encodeURIComponent(key)}/watch?${query}`;
+    return this.call('GET', path, undefined, signal, this.#clientToken, 200, isLockInfo);
   }
 
   /** One request; `token` goes out as `Authorization: Bearer` unless absent or empty. */

@@ -14,6 +14,7 @@ import { ValidationError } from './errors.js';
 import { validateKey } from './keys.js';
 import { SILENT_LOGGER, type ClientLogger } from './logger.js';
 import { createSdkMeters } from './meters.js';
+import { LeaderObserver, type ObserveOptions } from './observe.js';
 import { AcquirePolicy, type AcquirePolicyInit } from './policy.js';
 import { freshRandom, type RandomSource } from './random.js';
 import { RoundTripEstimator } from './rtt.js';
@@ -128,6 +129,19 @@ export class LockClient {
     );
     if (!answer.ok) throw failureToError(answer);
     return answer.value;
+  }
+
+  /**
+   * The leader of election key `name` (v3), as an async iterator: the current leader
+   * `{owner, value, term}` or `null` (none) at once, then one item per change, built on
+   * L8 long polls that resume from the last seen term after a dropped connection, 5xx or
+   * NOT_LEADER — so no new leader is missed. Ends when `options.signal` aborts or the loop
+   * breaks. Needs no session: it sends the client token, as `readLock` does.
+   */
+  observe(rawName: string, options: ObserveOptions = {}): LeaderObserver {
+    const key = validateKey(rawName);
+    const { api, clock, random, logger, requestTimeoutMillis } = this.#rt;
+    return new LeaderObserver({ api, clock, random, logger, requestTimeoutMillis }, key, options);
   }
 }
 

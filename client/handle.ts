@@ -45,7 +45,24 @@ export class LockHandle {
   get signal(): AbortSignal {
     return this.#lock.signal;
   }
+
+  /** The grant's value (v3): as granted, then as last proclaimed; undefined when it has none. */
+  get value(): string | undefined {
+    return this.#lock.value;
+  }
+
+  /**
+   * Replace the grant's value (v3: L5 with `value`, same token). It is a renewal too: success
+   * moves the conservative deadline; LOCK_LOST / HOLD_LIMIT_REACHED mark the handle lost and
+   * throw that error. Proclaims of one handle go out one after another, so `value` is the last one.
+   */
+  proclaim(value: string): Promise<void> {
+    return this.#lock.proclaim(value);
+  }
 }
+
+/** How a held lock sends a proclaim: the session's, which has the token and the API. */
+export type Proclaimer = (lock: HeldLock, value: string) => Promise<void>;
 
 export class HeldLock {
   depth = 1;
@@ -63,6 +80,8 @@ export class HeldLock {
   private controller: AbortController | undefined;
   /** Why the lock was lost, kept for a signal first asked for afterwards. */
   private lossReason: Error | undefined;
+  /** The previous proclaim of this handle: the next one goes out after it settles. */
+  private proclaiming: Promise<unknown> = Promise.resolve();
 
   constructor(
     readonly key: string,
@@ -70,6 +89,8 @@ export class HeldLock {
     readonly ttlMillis: number,
     public expiresAt: number,
     private readonly clock: Clock,
+    public value: string | undefined,
+    private readonly proclaimer: Proclaimer,
   ) {
     this.handle = new LockHandle(this);
     this.armWatchdog();
@@ -82,6 +103,17 @@ export class HeldLock {
       if (this.lost || this.released) this.controller.abort(this.endReason());
     }
     return this.controller.signal;
+  }
+
+  /** Why the lock is lost (undefined while it is not). */
+  get lossError(): Error | undefined {
+    return this.lossReason;
+  }
+
+  proclaim(value: string): Promise<void> {
+    const next = this.proclaiming.then(() => this.proclaimer(this, value));
+    this.proclaiming = next.catch(() => {});
+    return next;
   }
 
   /** A successful renewal sent at `sentAt` moved the conservative deadline. */

@@ -10,6 +10,11 @@ export type { MetricsRegistry, TracerProviderLike } from './peer-types.js';
 export { LockSession } from './session.js';
 export type { AcquireOptions } from './session.js';
 export { LockHandle } from './handle.js';
+export { Leadership } from './leadership.js';
+export type { CampaignOptions } from './leadership.js';
+export { LeaderObserver, DEFAULT_OBSERVE_WAIT_MILLIS } from './observe.js';
+export type { ObserveOptions } from './observe.js';
+export type { Leader } from './values.js';
 export { AcquirePolicy, MAX_WAIT_MILLIS } from './policy.js';
 export type { AcquirePolicyInit } from './policy.js';
 export { Backoff } from './backoff.js';
@@ -40,4 +45,4 @@ export {
 } from './errors.js';
 export type { ClientErrorCode, LockLossCode, SessionLossCause } from './errors.js';
 export type { ClientLogger } from './logger.js';
-export type { FencingToken, LockGrant, LockInfo } from './wire.js';
+export type { FencingToken, LockGrant, LockHolder, LockInfo } from './wire.js';

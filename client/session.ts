@@ -29,11 +29,14 @@ import {
 import { HeldLock, type LockHandle } from './handle.js';
 import { HeartbeatScheduler } from './heartbeat.js';
 import { canonicalKeyOrder, validateKey } from './keys.js';
+import { campaignUntilElected, Leadership, type CampaignOptions } from './leadership.js';
 import { AcquirePolicy, type AcquirePolicyInit } from './policy.js';
+import { sendProclaim } from './proclaim.js';
 import { startRenewer } from './renewer.js';
 import { conservativeDeadline, type ClientRuntime } from './runtime.js';
 import { retryTransient, SHORT_BUDGET } from './transient.js';
 import type { ClientAttemptOutcome } from '../contract/metric-table.js';
+import { validateValue } from './values.js';
 import { LOCK_TTL_MILLIS, type LockGrant, type SessionOpened } from './wire.js';
 
 export interface AcquireOptions {
@@ -42,6 +45,12 @@ export interface AcquireOptions {
   policy?: AcquirePolicy | AcquirePolicyInit;
   /** Aborting stops waiting (the call rejects with the signal's reason) and releases whatever was taken. */
   signal?: AbortSignal;
+  /**
+   * v3: stored with the grant (a leader's address, say; ≤ 4096 bytes of UTF-8, the server's rule),
+   * read back as `handle.value` and in LockInfo's `holders`. A key this session already holds keeps
+   * its value (the server answers the existing grant); `handle.proclaim` replaces it.
+   */
+  value?: string;
 }
 
 type SessionState = 'open' | 'lost' | 'closed';
@@ -117,12 +126,13 @@ export class LockSession {
     // The key as the server holds it (NFC): "é" precomposed or decomposed is one key, one handle.
     const key = validateKey(rawKey);
     const policy = AcquirePolicy.from(options.policy ?? this.#rt.defaultPolicy);
+    if (options.value !== undefined) validateValue(options.value);
     this.#assertUsable();
     const nested = this.#reenter(key);
     if (nested !== undefined) return nested;
     if (this.#acquiring.has(key)) return null;
     const deadline = this.#rt.clock.now() + policy.totalBudgetMillis;
-    return this.#acquireNew(key, options.ttlMillis, policy, deadline, options.signal);
+    return this.#acquireNew(key, options, policy, deadline);
   }
 
   /**
@@ -139,6 +149,7 @@ export class LockSession {
   async acquireAll(keys: Iterable<string>, options: AcquireOptions = {}): Promise<LockHandle[] | null> {
     const ordered = canonicalKeyOrder([...keys].map(validateKey));
     const policy = AcquirePolicy.from(options.policy ?? this.#rt.defaultPolicy);
+    if (options.value !== undefined) validateValue(options.value);
     this.#assertUsable();
     const { clock, random, rtt, logger } = this.#rt;
     const deadline = clock.now() + policy.totalBudgetMillis;
@@ -170,7 +181,7 @@ export class LockSession {
           this.#reenter(key) ??
           (this.#acquiring.has(key)
             ? null
-            : await this.#acquireNew(key, options.ttlMillis, policy, deadline, options.signal));
+            : await this.#acquireNew(key, options, policy, deadline));
         if (handle === null) {
           await this.#unwind(taken);
           return null;
@@ -208,6 +219,42 @@ export class LockSession {
         this.#rt.logger.warn({ key, sessionId: this.sessionId, err: error }, 'release after withLock failed'),
       );
     }
+  }
+
+  /**
+   * Campaign for leadership of `name` (v3): wait — server-side waits, round after round —
+   * until this session holds the key with `value`, then keep it renewed in the background.
+   * The Leadership's `term` is its fencing token; its `signal` aborts when it is lost or
+   * resigned. Rejects with the signal's reason when `options.signal` aborts first, with
+   * SessionLostError when the session is lost; a NotLeaderError or TransportError round
+   * (server outage) is followed by another. A session campaigns for a name once at a time:
+   * one it holds or is acquiring already is a ValidationError.
+   */
+  async campaign(rawName: string, value: string, options: CampaignOptions = {}): Promise<Leadership> {
+    const key = validateKey(rawName);
+    validateValue(value);
+    this.#assertUsable();
+    const { clock, random, logger } = this.#rt;
+    const handle = await campaignUntilElected({
+      clock,
+      random,
+      logger,
+      key,
+      signal: options.signal,
+      acquire: (policy) => {
+        // Checked every round: nesting on a held key, or riding another call's acquire, is not a campaign.
+        if (this.#held.has(key) || this.#acquiring.has(key)) {
+          throw new ValidationError(`session ${this.sessionId} already holds or is acquiring ${JSON.stringify(key)}`);
+        }
+        return this.acquire(key, {
+          policy,
+          value,
+          ...(options.ttlMillis === undefined ? {} : { ttlMillis: options.ttlMillis }),
+          ...(options.signal === undefined ? {} : { signal: options.signal }),
+        });
+      },
+    });
+    return new Leadership(handle, this.#renewWhileRunning(key), (h) => this.release(h), logger);
   }
 
   /** Release one hold. L6 is sent only when the outermost hold is released. */
@@ -284,13 +331,8 @@ export class LockSession {
     return held.handle;
   }
 
-  async #acquireNew(
-    key: string,
-    ttlMillis: number | undefined,
-    policy: AcquirePolicy,
-    deadline: number,
-    signal: AbortSignal | undefined,
-  ): Promise<LockHandle | null> {
+  async #acquireNew(key: string, options: AcquireOptions, policy: AcquirePolicy, deadline: number): Promise<LockHandle | null> {
+    const { ttlMillis, signal, value } = options;
     const rt = this.#rt;
     this.#acquiring.add(key);
     const progress = { attempts: 0 };
@@ -311,9 +353,10 @@ export class LockSession {
             progress,
             assertUsable: () => this.#assertUsable(),
             send: async (waitMillis, timeout) => {
-              const body: { sessionId: string; ttlMillis?: number; waitMillis?: number } = { sessionId: this.sessionId };
+              const body: { sessionId: string; ttlMillis?: number; waitMillis?: number; value?: string } = { sessionId: this.sessionId };
               if (ttlMillis !== undefined) body.ttlMillis = ttlMillis;
               if (waitMillis > 0) body.waitMillis = waitMillis;
+              if (value !== undefined) body.value = value;
               const answer = await rt.api.acquire(key, body, this.#sessionToken, timeout);
               this.#noteBackend(answer.backend);
               return answer;
@@ -369,7 +412,22 @@ export class LockSession {
   /** Turn a vetted grant into a held lock with its conservative deadline. */
   #adopt(key: string, grant: LockGrant, expiresAt: number): LockHandle {
     this.#assertUsable(); // a grant that arrives after the session died vouches for nothing
-    const held = new HeldLock(key, grant.fencingToken, grant.ttlMillis, expiresAt, this.#rt.clock);
+    const held = new HeldLock(key, grant.fencingToken, grant.ttlMillis, expiresAt, this.#rt.clock, grant.value, (lock, value) =>
+      sendProclaim(
+        {
+          api: this.#rt.api,
+          clock: this.#rt.clock,
+          random: this.#rt.random,
+          sessionId: this.sessionId,
+          sessionToken: this.#sessionToken,
+          safetyMarginMillis: this.#rt.safetyMarginMillis,
+          assertUsable: () => this.#assertUsable(),
+          onSessionRefused: (cause) => this.#lose(cause),
+        },
+        lock,
+        value,
+      ),
+    );
     this.#held.set(key, held);
     return held.handle;
   }

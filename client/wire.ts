@@ -10,6 +10,7 @@ export type {
   FencingToken,
   HeartbeatAck,
   LockGrant,
+  LockHolder,
   LockInfo,
   LockReleased as Released,
   SessionOpened,
