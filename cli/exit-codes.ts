@@ -1,6 +1,6 @@
 /**
  * The CLI's exit codes, one meaning each (README "Operating it: the CLI").
- * `holdfast lock` passes CMD's own exit code through, so there 3 and 4 can
+ * `holdfast lock` and `holdfast elect` pass CMD's own exit code through, so there 3 and 4 can
  * also be CMD's; `-o json` tells them apart on stderr.
  */
 export const EXIT = {
@@ -11,9 +11,9 @@ export const EXIT = {
   usage: 2,
   /** Nothing changed (revoke NOT_HELD / TOKEN_MISMATCH, kill NOT_FOUND), or `lock`: not granted within --wait. */
   unchanged: 3,
-  /** `lock`: the lock was lost while CMD ran (revoked, expired, session killed, or its policy's hold limit reached). */
+  /** `lock`: the lock was lost while CMD ran (revoked, expired, session killed, or its policy's hold limit reached); `elect`: the leadership was. */
   lockLost: 4,
-  /** `lock`: CMD could not be started (not found, not executable), as a shell says. */
+  /** `lock`, `elect`: CMD could not be started (not found, not executable), as a shell says. */
   commandNotFound: 127,
 } as const;
 

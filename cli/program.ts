@@ -7,9 +7,11 @@ import { Command, Option } from 'commander';
 import { registerAudit } from './commands/audit.js';
 import { registerBackup } from './commands/backup.js';
 import { registerCompletion } from './commands/completion.js';
+import { registerElect } from './commands/elect.js';
 import { registerLock } from './commands/lock.js';
 import { registerLocks } from './commands/locks.js';
 import { registerLocksTop } from './commands/locks-top.js';
+import { registerObserve } from './commands/observe.js';
 import { registerPolicies } from './commands/policies.js';
 import { registerRevoke } from './commands/revoke.js';
 import { registerServer } from './commands/server.js';
@@ -42,12 +44,14 @@ export function buildProgram(options: ProgramOptions = {}): { program: Command; 
     .addHelpText(
       'after',
       "\nToken: --token-file FILE or HOLDFAST_TOKEN_FILE, else HOLDFAST_TOKEN, else (loopback URLs only)\nthe embedded store's local operator token in $HOLDFAST_DATA_DIR/admin-tokens.json.\n" +
-        'Exit: 0 done, 1 failed, 2 usage, 3 nothing changed / not granted, 4 lock lost (holdfast lock).\n' +
+        'Exit: 0 done, 1 failed, 2 usage, 3 nothing changed / not granted, 4 lock or leadership lost (holdfast lock, elect).\n' +
         'Under -o json an error is one line {"error":{"code","message"}} on stderr.',
     );
   const ctx = new CliContext(program);
   registerServer(program);
   registerLock(program, ctx);
+  registerElect(program, ctx);
+  registerObserve(program, ctx);
   const locks = registerLocks(program, ctx);
   registerLocksTop(locks, () => ctx.api(), (value, human) => ctx.print(value, human));
   registerRevoke(program, ctx);

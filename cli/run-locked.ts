@@ -12,12 +12,21 @@
  *   after the command exits (never while it may still write). Before the grant
  *   they stop the wait instead.
  * - The session is closed at the end, whatever happened.
+ * - `holdfast elect` (run-elected.ts) runs its command in the same frame (`runHolding`), under a
+ *   leadership instead of a lock.
  * - The command gets this process's environment without Holdfast's credentials (issue 24 item 6):
  *   the token holdfast uses is holdfast's, not the job's; the job gets the key and fencing token.
  */
 import { spawn } from 'node:child_process';
 import { constants as osConstants, hostname, userInfo } from 'node:os';
-import { AcquirePolicy, LockClient, LockLostError, MAX_WAIT_MILLIS, type LockHandle, type LockLossCode } from '../client/index.js';
+import {
+  AcquirePolicy,
+  LockClient,
+  LockLostError,
+  MAX_WAIT_MILLIS,
+  type LockLossCode,
+  type LockSession,
+} from '../client/index.js';
 import { CliError, EXIT } from './exit-codes.js';
 
 export interface RunLockedOptions {
@@ -49,6 +58,56 @@ const FORWARDED_SIGNALS: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 const WAIT_ROUND_MILLIS = 60_000;
 
 export async function runLocked(options: RunLockedOptions): Promise<RunLockedResult> {
+  return runHolding({ ...options, owner: options.owner ?? defaultOwner('holdfast lock') }, async (session, interrupt, supervise) => {
+    const deadline = options.waitMillis === undefined ? Infinity : Date.now() + options.waitMillis;
+    for (;;) {
+      const budget = Math.max(0, Math.min(deadline - Date.now(), WAIT_ROUND_MILLIS));
+      const policy = new AcquirePolicy({
+        totalBudgetMillis: budget,
+        waitMillis: Math.min(budget, MAX_WAIT_MILLIS),
+        maxAttempts: 1_000_000,
+        baseBackoffMillis: 50,
+        maxBackoffMillis: 1_000,
+      });
+      const result = await session.withLock(options.key, (handle) => supervise(handle), {
+        policy,
+        signal: interrupt,
+        ...(options.ttlMillis !== undefined ? { ttlMillis: options.ttlMillis } : {}),
+      });
+      if (result !== null) return result;
+      if (Date.now() >= deadline) return { outcome: 'not_granted', exitCode: EXIT.unchanged };
+    }
+  });
+}
+
+/** What running CMD under a hold needs of it: a lock handle (`holdfast lock`) or a leadership (`holdfast elect`). */
+export interface SupervisedHold {
+  readonly key: string;
+  readonly fencingToken: string;
+  readonly lost: boolean;
+  readonly signal: AbortSignal;
+}
+
+export interface HoldingOptions {
+  url: string;
+  token?: string;
+  owner: string;
+  command: string;
+  args: string[];
+  graceMillis: number;
+  note(message: string): void;
+}
+
+/**
+ * The frame every "run CMD while holding" command shares: a session opened through the SDK
+ * and closed at the end whatever happened; SIGINT/SIGTERM/SIGHUP passed to CMD once it runs,
+ * and before that aborting `interrupt` (the wait), which ends as `interrupted`. `hold` takes
+ * the key its own way and calls `supervise` to run CMD under what it took.
+ */
+export async function runHolding(
+  options: HoldingOptions,
+  hold: (session: LockSession, interrupt: AbortSignal, supervise: (held: SupervisedHold) => Promise<RunLockedResult>) => Promise<RunLockedResult>,
+): Promise<RunLockedResult> {
   const client = new LockClient({ baseUrl: options.url, ...(options.token ? { token: options.token } : {}) });
   const interrupt = new AbortController();
   let child: ReturnType<typeof spawn> | undefined;
@@ -59,35 +118,15 @@ export async function runLocked(options: RunLockedOptions): Promise<RunLockedRes
   for (const signal of FORWARDED_SIGNALS) process.on(signal, onSignal);
 
   try {
-    const session = await client.openSession({ owner: options.owner ?? defaultOwner() });
+    const session = await client.openSession({ owner: options.owner });
     try {
-      const deadline = options.waitMillis === undefined ? Infinity : Date.now() + options.waitMillis;
-      for (;;) {
-        const budget = Math.max(0, Math.min(deadline - Date.now(), WAIT_ROUND_MILLIS));
-        const policy = new AcquirePolicy({
-          totalBudgetMillis: budget,
-          waitMillis: Math.min(budget, MAX_WAIT_MILLIS),
-          maxAttempts: 1_000_000,
-          baseBackoffMillis: 50,
-          maxBackoffMillis: 1_000,
-        });
-        let result: RunLockedResult | null;
-        try {
-          result = await session.withLock(options.key, (handle) => supervise(handle, options, (c) => (child = c)), {
-            policy,
-            signal: interrupt.signal,
-            ...(options.ttlMillis !== undefined ? { ttlMillis: options.ttlMillis } : {}),
-          });
-        } catch (error) {
-          if (interrupt.signal.aborted) {
-            const signal = interrupt.signal.reason as NodeJS.Signals;
-            return { outcome: 'interrupted', signal, exitCode: 128 + (osConstants.signals[signal] ?? 0) };
-          }
-          throw error;
-        }
-        if (result !== null) return result;
-        if (Date.now() >= deadline) return { outcome: 'not_granted', exitCode: EXIT.unchanged };
+      return await hold(session, interrupt.signal, (held) => supervise(held, options, (c) => (child = c)));
+    } catch (error) {
+      if (interrupt.signal.aborted) {
+        const signal = interrupt.signal.reason as NodeJS.Signals;
+        return { outcome: 'interrupted', signal, exitCode: 128 + (osConstants.signals[signal] ?? 0) };
       }
+      throw error;
     } finally {
       await session.close().catch((error: unknown) => options.note(`could not close the session: ${(error as Error).message}`));
     }
@@ -103,8 +142,8 @@ function lossCode(reason: unknown): LockLossCode {
 
 /** Start the command under `handle` and wait for it; stop it if the lock is lost. */
 function supervise(
-  handle: LockHandle,
-  options: RunLockedOptions,
+  handle: SupervisedHold,
+  options: HoldingOptions,
   started: (child: ReturnType<typeof spawn>) => void,
 ): Promise<RunLockedResult> {
   const fencingToken = handle.fencingToken;
@@ -166,13 +205,13 @@ export function withoutCredentials(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(env).filter(([name]) => !isCredentialVariable(name))) as NodeJS.ProcessEnv;
 }
 
-/** Who holds the lock, as the console and `locks ls --owner` show it (≤ 128 characters). */
-function defaultOwner(): string {
+/** Who holds the lock, as the console and `locks ls --owner` show it (≤ 128 characters): `COMMAND USER@HOST pid PID`. */
+export function defaultOwner(command: string): string {
   let user = 'unknown';
   try {
     user = userInfo().username;
   } catch {
     // No passwd entry (some containers): keep "unknown".
   }
-  return `holdfast lock ${user}@${hostname()} pid ${process.pid}`.slice(0, 128);
+  return `${command} ${user}@${hostname()} pid ${process.pid}`.slice(0, 128);
 }
