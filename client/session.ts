@@ -223,16 +223,16 @@ export class LockSession {
 
   /**
    * Campaign for leadership of `name` (v3): wait — server-side waits, round after round —
-   * until this session holds the key with `value`, then keep it renewed in the background.
+   * until this session holds the key with `value` (undefined: none), then keep it renewed in the background.
    * The Leadership's `term` is its fencing token; its `signal` aborts when it is lost or
    * resigned. Rejects with the signal's reason when `options.signal` aborts first, with
    * SessionLostError when the session is lost; a NotLeaderError or TransportError round
    * (server outage) is followed by another. A session campaigns for a name once at a time:
    * one it holds or is acquiring already is a ValidationError.
    */
-  async campaign(rawName: string, value: string, options: CampaignOptions = {}): Promise<Leadership> {
+  async campaign(rawName: string, value: string | undefined, options: CampaignOptions = {}): Promise<Leadership> {
     const key = validateKey(rawName);
-    validateValue(value);
+    if (value !== undefined) validateValue(value);
     this.#assertUsable();
     const { clock, random, logger } = this.#rt;
     const handle = await campaignUntilElected({
@@ -248,7 +248,7 @@ export class LockSession {
         }
         return this.acquire(key, {
           policy,
-          value,
+          ...(value === undefined ? {} : { value }),
           ...(options.ttlMillis === undefined ? {} : { ttlMillis: options.ttlMillis }),
           ...(options.signal === undefined ? {} : { signal: options.signal }),
         });

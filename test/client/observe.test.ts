@@ -76,7 +76,7 @@ describe('client.observe (scripted L8)', () => {
         { answer: held('5', 'a', 'addr-a') },
         { answer: held('5', 'a', 'addr-a'), delay: 1_000 }, // the wait ran out: unchanged, no item
         { answer: held('9', 'b', 'addr-b'), delay: 300 },
-        { answer: 'hang' },
+        { answer: 'hang' as const },
       ][i]!,
     );
     expect(await clock.runUntilSettled(iterator.next())).toEqual({ done: false, value: { term: '5', owner: 'a', value: 'addr-a' } });
