@@ -32,12 +32,12 @@ import type { ClientLogger } from './logger.js';
 import type { RandomSource } from './random.js';
 import { TRANSIENT_FLOOR_MILLIS } from './runtime.js';
 import { highestToken, leaderOf, sameLeader, type Leader } from './values.js';
-import { compareFencingTokens, type FencingToken, type LockInfo } from './wire.js';
+import { compareFencingTokens, WATCH_MILLIS, type FencingToken, type LockInfo } from './wire.js';
 
 export interface ObserveOptions {
   /** Aborting ends the iteration (done), a poll in flight with it. */
   signal?: AbortSignal;
-  /** How long one L8 poll waits on the server, 1–60,000 ms. Default 20,000 (below common idle timeouts). */
+  /** How long one L8 poll waits on the server, 1 ms to WATCH_MILLIS.max (60 s). Default 20,000 (below common idle timeouts). */
   waitMillis?: number;
 }
 
@@ -51,7 +51,6 @@ export interface ObserveRuntime {
 }
 
 export const DEFAULT_OBSERVE_WAIT_MILLIS = 20_000;
-const MAX_OBSERVE_WAIT_MILLIS = 60_000;
 /** The longest pause between polls: after failures, or between polls of a free key. */
 const MAX_POLL_PAUSE_MILLIS = 1_000;
 
@@ -76,8 +75,8 @@ export class LeaderObserver implements AsyncIterableIterator<Leader | null> {
     this.#rt = rt;
     this.key = key;
     const wait = options.waitMillis ?? DEFAULT_OBSERVE_WAIT_MILLIS;
-    if (!Number.isSafeInteger(wait) || wait < 1 || wait > MAX_OBSERVE_WAIT_MILLIS) {
-      throw new ValidationError(`observe waitMillis must be an integer 1..${MAX_OBSERVE_WAIT_MILLIS}, got ${String(wait)}`);
+    if (!Number.isSafeInteger(wait) || wait < 1 || wait > WATCH_MILLIS.max) {
+      throw new ValidationError(`observe waitMillis must be an integer 1..${WATCH_MILLIS.max}, got ${String(wait)}`);
     }
     this.#waitMillis = wait;
     this.#backoff = new Backoff(TRANSIENT_FLOOR_MILLIS, MAX_POLL_PAUSE_MILLIS, rt.random);
