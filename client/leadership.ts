@@ -14,7 +14,7 @@ import type { ClientLogger } from './logger.js';
 import { AcquirePolicy, MAX_WAIT_MILLIS } from './policy.js';
 import type { RandomSource } from './random.js';
 import { TRANSIENT_FLOOR_MILLIS } from './runtime.js';
-import type { FencingToken } from './wire.js';
+import { LOCK_TTL_MILLIS, type FencingToken } from './wire.js';
 
 export interface CampaignOptions {
   /** TTL of the leadership grant in ms (renewed every third of it); the server's default when omitted. */
@@ -24,16 +24,24 @@ export interface CampaignOptions {
 }
 
 /**
- * One acquire call's budget while campaigning: each is a run of server-side waits
- * (`waitMillis` up to the server's 30 s); when it ends not granted, the next starts.
+ * One acquire call's budget while campaigning: a run of server-side waits; when it
+ * ends not granted, the next starts. Each wait is at most half the grant's vouched
+ * life (TTL − margin): the SDK vouches for a grant from its L4's send time, so a
+ * grant answered at the end of a longer wait would be given back and taken again — a
+ * leader for an instant that `observe` would report and no campaign ever ran as.
+ * Without `ttlMillis` the grant's TTL is the server's default, taken to be C3's 30 s.
  */
-const CAMPAIGN_ROUND = new AcquirePolicy({
-  totalBudgetMillis: 60_000,
-  waitMillis: MAX_WAIT_MILLIS,
-  maxAttempts: 1_000,
-  baseBackoffMillis: 50,
-  maxBackoffMillis: 1_000,
-});
+export function campaignRound(ttlMillis: number | undefined, safetyMarginMillis: number): AcquirePolicy {
+  const ttl = ttlMillis ?? LOCK_TTL_MILLIS.default;
+  const vouched = ttl - Math.min(safetyMarginMillis, Math.floor(ttl / 4));
+  return new AcquirePolicy({
+    totalBudgetMillis: 60_000,
+    waitMillis: Math.max(1, Math.min(MAX_WAIT_MILLIS, Math.floor(vouched / 2))),
+    maxAttempts: 1_000,
+    baseBackoffMillis: 50,
+    maxBackoffMillis: 1_000,
+  });
+}
 
 export interface CampaignLoop {
   clock: Clock;
@@ -41,6 +49,8 @@ export interface CampaignLoop {
   logger: ClientLogger;
   key: string;
   signal: AbortSignal | undefined;
+  /** Each round's policy (campaignRound). */
+  round: AcquirePolicy;
   /** One acquire of the key with the round's policy: a handle, or null when the round ended not granted. */
   acquire(policy: AcquirePolicy): Promise<LockHandle | null>;
 }
@@ -57,7 +67,7 @@ export async function campaignUntilElected(loop: CampaignLoop): Promise<LockHand
   for (let outages = 0; ; ) {
     loop.signal?.throwIfAborted();
     try {
-      const handle = await loop.acquire(CAMPAIGN_ROUND);
+      const handle = await loop.acquire(loop.round);
       if (handle !== null) return handle;
       outages = 0;
     } catch (error) {

@@ -1,6 +1,7 @@
 /**
- * Background renewal of one held lock while withLock's `fn` runs: L5 every
- * third of the lock's TTL, through the Clock.
+ * Background renewal of one held lock while withLock's `fn` runs (and while a
+ * campaign's leadership lasts): L5 every third of the lock's TTL, through the
+ * Clock — sooner when the deadline is nearer than that (half the time left).
  *
  * - Success moves the conservative deadline (send time + TTL − margin).
  * - LOCK_LOST (revoked, or expired before we renewed) marks the handle lost
@@ -49,6 +50,11 @@ async function renewLoop(options: RenewerOptions, stopped: AbortSignal): Promise
   const retry = Math.max(1, Math.min(interval, Math.floor(lock.ttlMillis / 10)));
   let delay = interval;
   while (!stopped.aborted && !lock.lost && !lock.released) {
+    // The regular cadence never sleeps past half the time left to the deadline: a grant answered
+    // after a long server-side wait is vouched for from its L4's send time, so its deadline can be
+    // nearer than one interval, and the watchdog would lose it before its first renewal.
+    // (Retries keep their own delay: the deadline they race is the watchdog's to call.)
+    if (delay === interval) delay = Math.min(interval, Math.max(1, Math.floor((lock.expiresAt - clock.now()) / 2)));
     try {
       await clock.sleep(delay, stopped);
     } catch {

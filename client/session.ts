@@ -29,7 +29,7 @@ import {
 import { HeldLock, type LockHandle } from './handle.js';
 import { HeartbeatScheduler } from './heartbeat.js';
 import { canonicalKeyOrder, validateKey } from './keys.js';
-import { campaignUntilElected, Leadership, type CampaignOptions } from './leadership.js';
+import { campaignRound, campaignUntilElected, Leadership, type CampaignOptions } from './leadership.js';
 import { AcquirePolicy, type AcquirePolicyInit } from './policy.js';
 import { sendProclaim } from './proclaim.js';
 import { startRenewer } from './renewer.js';
@@ -241,6 +241,7 @@ export class LockSession {
       logger,
       key,
       signal: options.signal,
+      round: campaignRound(options.ttlMillis, this.#rt.safetyMarginMillis),
       acquire: (policy) => {
         // Checked every round: nesting on a held key, or riding another call's acquire, is not a campaign.
         if (this.#held.has(key) || this.#acquiring.has(key)) {

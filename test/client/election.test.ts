@@ -104,7 +104,10 @@ describe.each(STORES)('election on %s', (store) => {
     // The last leader resigns: the observer sees the key free.
     const last = elected[2]!;
     campaigners[Number(last.id)]!.kill('SIGTERM');
-    await eventually(async () => observed.at(-1)?.leader === null && observed.some((o) => o.leader?.term === last.term), 30_000);
+    const seen = () => JSON.stringify({ observed, elected: elected.map((e) => e.term) });
+    await eventually(async () => observed.at(-1)?.leader === null && observed.some((o) => o.leader?.term === last.term), 30_000).catch((error: Error) => {
+      throw new Error(`${error.message}: ${seen()}`);
+    });
     stopObserving.abort();
     await observing;
 
@@ -112,7 +115,7 @@ describe.each(STORES)('election on %s', (store) => {
     expect(new Set(terms).size).toBe(3);
     // Each leader exactly once, in term order; nulls only where the key was free.
     const observedTerms = observed.flatMap((o) => (o.leader === null ? [] : [o.leader.term]));
-    expect(observedTerms).toEqual(terms);
+    expect(observedTerms, seen()).toEqual(terms);
     expect(observed.at(-1)!.leader).toBeNull();
     for (const o of observed) {
       if (o.leader === null) continue;
