@@ -12,13 +12,15 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { eventually } from '../support/http.js';
+import { eventually, httpClient } from '../support/http.js';
 import { BIN } from '../support/server-process.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { startCli, type CliResult } from './run-cli.js';
 
 type Ending = 'finish' | 'sigterm' | 'sigkill';
-const ENDINGS: Ending[] = ['finish', 'sigterm', 'sigkill', 'finish'];
+/** How each leader ends, in turn; three processes campaign until the last three (no replacement after the third). */
+const ENDINGS: Ending[] = ['finish', 'sigterm', 'sigkill', 'finish', 'sigterm', 'finish'];
+const REPLACED = 3;
 const LEADERSHIP_TTL_MILLIS = 3_000;
 
 interface ElectProcess {
@@ -72,7 +74,9 @@ describe('holdfast elect and observe', () => {
       return started;
     };
 
+    // The observer first: its first line is the free key, before anyone campaigns.
     const observer = startCli(server, ['-o', 'json', 'observe', name]);
+    await eventually(async () => observer.stdout().includes('"leader":null'), 60_000);
     for (let i = 0; i < 3; i += 1) elect();
 
     const leaders: { token: string; pid: number; endedAt?: bigint }[] = [];
@@ -82,6 +86,9 @@ describe('holdfast elect and observe', () => {
       const leader = running.find(({ child }) => child.pid === Number(parent));
       expect(leader, `round ${round}: CMD's parent ${parent} is one of the elect processes`).toBeDefined();
       leaders.push({ token, pid: Number(parent) });
+      // Ended once observe has printed it: L8 cannot park on a free key (C3 as pinned), so a leader
+      // elected out of a free key and gone within observe's free-key poll pause could pass unseen.
+      await eventually(async () => observer.stdout().includes(`"term":"${token}"`), 30_000);
       if (ending === 'finish') writeFileSync(path.join(dir, `end.${token}`), '');
       else if (ending === 'sigterm') leader!.child.kill('SIGTERM');
       else {
@@ -92,14 +99,13 @@ describe('holdfast elect and observe', () => {
       if (ending === 'finish') expect(result.code, result.stderr).toBe(0);
       if (ending === 'sigterm') expect(result.code, result.stderr).toBe(143);
       if (ending === 'sigkill') expect(result.signal).toBe('SIGKILL');
-      // Three campaign at a time.
-      if (round < ENDINGS.length - 1) elect();
+      // Three campaign at a time, until the last three lead in turn.
+      if (round < REPLACED) elect();
     }
-    // The rest stop campaigning on SIGTERM (exit 128+15, CMD never ran).
-    const waitingOnes = running.filter(({ child }) => child.exitCode === null && child.signalCode === null);
-    expect(waitingOnes).toHaveLength(2);
-    for (const { child } of waitingOnes) child.kill('SIGTERM');
-    for (const { done } of waitingOnes) expect((await done).code).toBe(143);
+    expect(running.every(({ child }) => child.exitCode !== null || child.signalCode !== null)).toBe(true);
+    const admin = httpClient(server.url).admin(server.operatorToken);
+    const sessions = (await admin.listSessions()).body.items as { owner: string }[];
+    expect(sessions.filter((s) => s.owner.startsWith('holdfast elect ')).length).toBeLessThanOrEqual(1); // the SIGKILLed one's, until its TTL
 
     // One at a time: start, end, start, end … (the SIGKILLed CMD wrote no end: the kill is its end).
     const events = parsed();
@@ -127,6 +133,22 @@ describe('holdfast elect and observe', () => {
     for (const item of items) if (item.leader) expect(item.leader.owner).toMatch(/^holdfast elect .+ pid \d+$/);
   }, 300_000);
 
+  test('elect: SIGTERM while campaigning ends the campaign (exit 143), CMD never runs, the session is closed', async () => {
+    const log = path.join(dir, 'never.log');
+    const api = httpClient(server.url);
+    const sessionId = (await api.openSession({ owner: 'elect-holder' })).body.sessionId as string;
+    expect((await api.acquire('jobs/held-leader', { sessionId })).status).toBe(200);
+    const waiting = startCli(server, ['elect', 'jobs/held-leader', '--', 'sh', '-c', `echo ran >> ${log}`]);
+    await eventually(async () => (await api.read('jobs/held-leader')).body.waiterCount >= 1, 60_000);
+    waiting.child.kill('SIGTERM');
+    const result = await waiting.done;
+    expect(result.code, result.stderr).toBe(143);
+    expect(result.stderr).toContain('while campaigning');
+    expect(existsSync(log)).toBe(false);
+    const sessions = (await api.admin(server.operatorToken).listSessions()).body.items as { owner: string }[];
+    expect(sessions.filter((s) => s.owner.endsWith(` pid ${waiting.child.pid}`))).toEqual([]);
+  });
+
   test('elect: usage errors exit 2; --help names the command and its exit codes', async () => {
     const missing = await startCli(server, ['elect', 'jobs/x']).done;
     expect(missing.code).toBe(2);
@@ -134,7 +156,7 @@ describe('holdfast elect and observe', () => {
     expect(badTtl.code).toBe(2);
     const help = await startCli(server, ['--help']).done;
     expect(help.stdout).toMatch(/elect \[options\] <name> <command\.\.\.>/);
-    expect(help.stdout).toMatch(/observe \[options\] <name>/);
+    expect(help.stdout).toMatch(/observe <name>/);
     const electHelp = await startCli(server, ['elect', '--help']).done;
     expect(electHelp.stdout).toContain('HOLDFAST_FENCING_TOKEN');
     expect(electHelp.stdout).toContain('4 leadership was lost');
