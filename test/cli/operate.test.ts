@@ -200,7 +200,7 @@ describe('holdfast CLI for on-call', () => {
     const bash = await holdfast(server, ['completion', 'bash']);
     const zsh = await holdfast(server, ['completion', 'zsh']);
     for (const script of [bash.stdout, zsh.stdout]) {
-      for (const word of ['lock', 'locks', 'sessions', 'audit', 'status', 'version', 'completion', '--older-than', 'waiters']) expect(script).toContain(word);
+      for (const word of ['lock', 'locks', 'elect', 'observe', '--value', 'sessions', 'audit', 'status', 'version', 'completion', '--older-than', 'waiters']) expect(script).toContain(word);
     }
     expect(zsh.stdout.startsWith('#compdef holdfast')).toBe(true);
     const complete = (line: string) => {
@@ -216,5 +216,8 @@ describe('holdfast CLI for on-call', () => {
     expect(complete('holdfast -o ')).toBe('table wide json');
     expect(complete('holdfast audit --ac')).toBe('--actor --action');
     expect(complete('holdfast lock jobs/x -- ')).toBe('');
+    expect(complete('holdfast el')).toBe('elect');
+    expect(complete('holdfast elect --v')).toBe('--value');
+    expect(complete('holdfast elect jobs/leader -- ')).toBe('');
   });
 });
