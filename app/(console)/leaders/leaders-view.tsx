@@ -10,12 +10,10 @@ import { usePathname, useSearchParams } from 'next/navigation';
 import { useEffect, useState } from 'react';
 import type { LeadersPage } from '../../lib/lock-holders';
 import { getJson } from '../../lib/client/api';
-import { formatAbsolute } from '../../lib/format';
 import { LiveControl, useLive, useNow } from '../../components/live';
-import { LockAge } from '../../components/lock-age';
 import { LockValue } from '../../components/lock-value';
 import { Empty, ErrorState, Loading } from '../../components/query-state';
-import { TtlCountdown } from '../../components/ttl';
+import { TtlCountdown, When } from '../../components/ttl';
 
 const PAGE_SIZES = [25, 50, 100, 200, 500] as const;
 
@@ -137,13 +135,8 @@ export function LeadersView() {
                     <LockValue value={row.leader.value} />
                   </td>
                   <td>
-                    {row.leader.grantedAt ? (
-                      <span title={formatAbsolute(row.leader.grantedAt)}>
-                        <LockAge grantedAt={row.leader.grantedAt} now={now} />
-                      </span>
-                    ) : (
-                      '—'
-                    )}
+                    {/* Not coloured by age as on /locks: a leader holding for days is the normal case. */}
+                    <When at={row.leader.grantedAt} now={now} />
                   </td>
                   <td>
                     <TtlCountdown expiresAt={row.leader.expiresAt} now={now} />
