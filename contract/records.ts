@@ -36,6 +36,16 @@ export const SessionIdSchema = Type.String({ pattern: SESSION_ID_PATTERN });
 
 export const BackendNameSchema = StringEnum(BACKENDS);
 
+/** How a key is held (v3): `exclusive` (a mutex, or a semaphore when `limit` > 1) or `shared`. */
+export const LOCK_MODES = ['exclusive', 'shared'] as const;
+export type LockMode = (typeof LOCK_MODES)[number];
+/** A holder's value (v3, a leader's address, ...): at most this many bytes of UTF-8. */
+export const MAX_LOCK_VALUE_BYTES = 4096;
+/** What every grant is until semaphores and shared mode land (issue 23, slice 2): one exclusive holder. */
+export const MUTEX = { mode: 'exclusive', limit: 1 } as const satisfies { mode: LockMode; limit: number };
+
+const LockValueSchema = Type.String({ maxLength: MAX_LOCK_VALUE_BYTES, description: "the holder's value, at most 4096 bytes of UTF-8" });
+
 export const LockGrantSchema = Type.Object(
   {
     key: Type.String({ description: 'the lock key, decoded' }),
@@ -44,6 +54,9 @@ export const LockGrantSchema = Type.Object(
     ttlMillis: Type.Integer({ minimum: 1 }),
     grantedAt: epochMillis('store clock'),
     expiresAt: epochMillis('store clock'),
+    mode: StringEnum(LOCK_MODES),
+    limit: Type.Integer({ minimum: 1, maximum: 1000, description: 'holders the key admits at once (1: a mutex)' }),
+    value: Type.Optional(LockValueSchema),
   },
   { additionalProperties: false, description: 'The only grant shape (L4, L5).' },
 );
@@ -57,8 +70,35 @@ export interface LockGrant {
   grantedAt: number;
   /** Store clock, epoch ms. */
   expiresAt: number;
+  mode: LockMode;
+  /** Holders the key admits at once (1: a mutex). */
+  limit: number;
+  /** The holder's value, replaced by a proclaim (L5 with `value`); absent when it has none. */
+  value?: string;
 }
 same<Static<typeof LockGrantSchema>, LockGrant>(true);
+
+export const LockHolderSchema = Type.Object(
+  {
+    sessionId: SessionIdSchema,
+    owner: Type.String(),
+    fencingToken: FencingTokenSchema,
+    grantedAt: epochMillis('store clock'),
+    expiresAt: epochMillis('store clock'),
+    value: Type.Optional(LockValueSchema),
+  },
+  { additionalProperties: false, description: 'One holder of a key (LockInfo.holders).' },
+);
+/** One holder of a key (LockInfo.holders). */
+export interface LockHolder {
+  sessionId: string;
+  owner: string;
+  fencingToken: FencingToken;
+  grantedAt: number;
+  expiresAt: number;
+  value?: string;
+}
+same<Static<typeof LockHolderSchema>, LockHolder>(true);
 
 export const LockInfoSchema = Type.Object(
   {
@@ -69,11 +109,17 @@ export const LockInfoSchema = Type.Object(
     fencingToken: Type.Optional(FencingTokenSchema),
     grantedAt: Type.Optional(epochMillis('store clock')),
     expiresAt: Type.Optional(epochMillis('store clock')),
+    mode: Type.Optional(StringEnum(LOCK_MODES)),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+    holders: Type.Array(LockHolderSchema, { description: 'every live holder, ordered by token (empty when free)' }),
     waiterCount: Type.Integer({ minimum: 0, description: 'Advisory: acquires waiting on the key, on every instance sharing the store.' }),
   },
-  { additionalProperties: false, description: 'A lock as read (L7, A1); the optional fields are present only when held.' },
+  {
+    additionalProperties: false,
+    description: 'A lock as read (L7, A1, L8); the single-holder fields (present only when held) describe the holder with the lowest token.',
+  },
 );
-/** A lock as read (L7, A1); the optional fields are present only when held. */
+/** A lock as read (L7, A1, L8). */
 export interface LockInfo {
   key: string;
   held: boolean;
@@ -82,6 +128,10 @@ export interface LockInfo {
   fencingToken?: FencingToken;
   grantedAt?: number;
   expiresAt?: number;
+  mode?: LockMode;
+  limit?: number;
+  /** Every live holder, ordered by token (empty when free). */
+  holders: LockHolder[];
   /** Advisory: acquires waiting on the key, on every instance sharing the store. */
   waiterCount: number;
 }

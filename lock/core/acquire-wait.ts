@@ -32,6 +32,7 @@ export interface WaitingAcquire {
   session: SessionCredential;
   ttlMillis: number;
   waitMillis: number;
+  value?: string;
 }
 
 /** Credentials the store has accepted lately, so a hot key's wait can be recorded before its first try. */
@@ -113,6 +114,7 @@ export class AcquireWait {
     this.waiter = this.deps.waiters.register(req.key, req.session.sessionId);
     // What a release needs to hand this wait the key (FIFO handoff on stores that do).
     this.waiter.grantTtlMillis = req.ttlMillis;
+    this.waiter.grantValue = req.value;
     this.waiter.deadline = this.deadline;
     const { sessionEnded, deadlockVictim } = this.waiter;
     this.abort = AbortSignal.any([sessionEnded.signal, deadlockVictim.signal, ...(signal ? [signal] : [])]);

@@ -3,7 +3,7 @@
  * it keeps one, else this instance's), the oldest grants, the most contended keys across the
  * fleet, and the wait-for graph's cycles.
  */
-import type { LockInfo, Page } from '../../contract/records.js';
+import type { LockHolder, LockInfo, Page } from '../../contract/records.js';
 import type { HeldLock, InstancePublication, LockStore } from '../store/spi.js';
 import { asTopKSummary, type TopKSummary } from './contention-top.js';
 import type { FleetCoordinator } from './fleet.js';
@@ -81,15 +81,15 @@ export class LockReads {
 
 function toInfo(key: string, lock: HeldLock | null, counts: Map<string, number>): LockInfo {
   const waiterCount = counts.get(key) ?? 0;
-  if (!lock) return { key, held: false, waiterCount };
-  return {
-    key,
-    held: true,
+  if (!lock) return { key, held: false, holders: [], waiterCount };
+  const holder: LockHolder = {
     sessionId: lock.sessionId,
     owner: lock.owner,
     fencingToken: lock.fencingToken,
     grantedAt: lock.grantedAt,
     expiresAt: lock.expiresAt,
-    waiterCount,
+    ...(lock.value !== undefined ? { value: lock.value } : {}),
   };
+  const { value: _value, ...single } = holder;
+  return { key, held: true, ...single, mode: lock.mode, limit: lock.limit, holders: [holder], waiterCount };
 }

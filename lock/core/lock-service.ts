@@ -17,6 +17,7 @@ import type { Handoffs } from './handoffs.js';
 import type { ContendedKey, LockInsight } from './insight.js';
 import type { LockPolicies } from './lock-policies.js';
 import type { LockReads } from './lock-reads.js';
+import type { LockWatches } from './lock-watches.js';
 import { wireServiceParts, type LockServiceOptions } from './service-parts.js';
 import type { SessionPrincipals } from './session-principals.js';
 import type { SessionScopes } from './session-scopes.js';
@@ -48,6 +49,7 @@ export class LockService {
   private readonly records: WaitRecords | null;
   private readonly sessions: Sessions;
   private readonly reads: LockReads;
+  private readonly watches: LockWatches;
   private readonly principals: SessionPrincipals;
   private readonly handoffs: Handoffs;
   private readonly policies: LockPolicies;
@@ -74,6 +76,7 @@ export class LockService {
       records: this.records,
       sessions: this.sessions,
       reads: this.reads,
+      watches: this.watches,
       principals: this.principals,
       handoffs: this.handoffs,
       policies: this.policies,
@@ -151,13 +154,18 @@ export class LockService {
    * span `lock.acquire` is the caller's (exporter/request-telemetry.ts).
    */
   async acquire(
-    req: { key: string; session: SessionCredential; ttlMillis?: number; waitMillis: number },
+    req: { key: string; session: SessionCredential; ttlMillis?: number; waitMillis: number; value?: string },
     ctx: EventContext,
     signal?: AbortSignal,
   ): Promise<LockGrant> {
     // Before anything is tried, charged or recorded: a scoped session's reach, the key's policy.
     await this.scopes?.check(req.session, req.key);
-    const attempt = { key: req.key, session: req.session, ttlMillis: this.policies.acquireTtl(req.key, req.ttlMillis) };
+    const attempt = {
+      key: req.key,
+      session: req.session,
+      ttlMillis: this.policies.acquireTtl(req.key, req.ttlMillis),
+      ...(req.value !== undefined ? { value: req.value } : {}),
+    };
     const who = { key: req.key, sessionId: req.session.sessionId };
     // The budget is of contended attempts: a free key is granted whatever the budget says.
     if (req.waitMillis <= 0) {
@@ -173,7 +181,7 @@ export class LockService {
         // A release handed this wait the key (FIFO handoff): nothing to try.
         if (wait.handed) {
           wait.recordEndedByGrant();
-          return this.granted(toGrant(wait.handed), wait.handed.owner, true, wait.succeeded(), ctx);
+          return this.granted(handedGrant(wait.handed, req.value), wait.handed.owner, true, wait.succeeded(), ctx);
         }
         const seen = wait.releasesSeen;
         const waitId = wait.recordedWaitId;
@@ -195,7 +203,7 @@ export class LockService {
         if (wait.remaining <= 0) {
           // Its record ends before the answer: a release may have handed it the key at the last moment.
           const handed = await wait.finish();
-          if (handed) return this.granted(toGrant(handed), handed.owner, true, wait.succeeded(), ctx);
+          if (handed) return this.granted(handedGrant(handed, req.value), handed.owner, true, wait.succeeded(), ctx);
           wait.gaveUp();
           throw await this.contended(who, result.holder, ctx);
         }
@@ -207,9 +215,9 @@ export class LockService {
     }
   }
 
-  /** Without `ttlMillis` the grant keeps its own TTL. */
+  /** Without `ttlMillis` the grant keeps its own TTL; with `value` it is a proclaim (same token, new value). */
   async renew(
-    req: { key: string; session: SessionCredential; fencingToken: FencingToken; ttlMillis?: number },
+    req: { key: string; session: SessionCredential; fencingToken: FencingToken; ttlMillis?: number; value?: string },
     ctx: EventContext,
   ): Promise<LockGrant> {
     const ttlMillis = this.policies.renewTtl(req.key, req.ttlMillis);
@@ -220,6 +228,7 @@ export class LockService {
       fencingToken: req.fencingToken,
       ...(ttlMillis !== undefined ? { ttlMillis } : {}),
       ...(maxHoldMillis !== undefined ? { maxHoldMillis } : {}),
+      ...(req.value !== undefined ? { value: req.value } : {}),
     });
     if (result.kind === 'renewed') return toGrant(result.lock);
     if (result.kind === 'hold_limit') throw new HoldLimitReachedError(req.key, maxHoldMillis ?? 0, this.policies.of(req.key)?.name ?? '');
@@ -286,6 +295,11 @@ export class LockService {
 
   readLock(key: string): Promise<LockInfo> {
     return this.reads.readLock(key);
+  }
+
+  /** L8 (lock-watches.ts): the key's state once its holder set differs from the one whose highest token is `after`, or at `waitMillis`. */
+  watchLock(key: string, after: FencingToken | undefined, waitMillis: number, signal?: AbortSignal): Promise<LockInfo> {
+    return this.watches.watch(key, after, waitMillis, signal);
   }
 
   listLocks(query: { prefix?: string; limit: number; cursor?: string }): Promise<Page<LockInfo>> {
@@ -385,4 +399,12 @@ export class LockService {
 function toGrant(lock: HeldLock): LockGrant {
   const { owner: _owner, ...grant } = lock;
   return grant;
+}
+
+/**
+ * A grant a release handed this wait carries the wait's own value (stored with it in the releasing
+ * statement); the handoff's announcement leaves it out, so the wait fills in what it asked for.
+ */
+function handedGrant(lock: HeldLock, value: string | undefined): LockGrant {
+  return { ...toGrant(lock), ...(lock.value === undefined && value !== undefined ? { value } : {}) };
 }

@@ -21,6 +21,7 @@ import { healthCheckedStore } from './health-checked-store.js';
 import { LockInsight, type LockInsightOptions } from './insight.js';
 import { LockPolicies } from './lock-policies.js';
 import { LockReads } from './lock-reads.js';
+import { LockWatches } from './lock-watches.js';
 import { SessionPrincipals } from './session-principals.js';
 import { SessionScopes, type ScopeOfToken } from './session-scopes.js';
 import { Sessions } from './sessions.js';
@@ -79,6 +80,7 @@ export interface ServiceParts {
   records: WaitRecords | null;
   sessions: Sessions;
   reads: LockReads;
+  watches: LockWatches;
   principals: SessionPrincipals;
   handoffs: Handoffs;
   policies: LockPolicies;
@@ -136,6 +138,7 @@ export function wireServiceParts(rawStore: LockStore, events: LockEvents, option
   const policies = new LockPolicies(options.policies ?? (() => []), options.defaultLockTtlMillis ?? LOCK_TTL_MILLIS.default);
   const sessions = new Sessions({ store, events, health: storeHealth, waiters, waits, budget, principals, scopes, insight, records });
   const reads = new LockReads(store, waiters, insight, fleet);
+  const watches = new LockWatches({ readLock: (key) => reads.readLock(key), holderWatch: store.holderWatch, instanceId: fleet?.instanceId, clock });
   const auditSealer = options.auditSealer ?? createAuditSealer();
-  return { clock, store, storeHealth, waiters, insight, fleet, auditSealer, contention, strategy, waits, records, sessions, reads, principals, handoffs, policies, scopes };
+  return { clock, store, storeHealth, waiters, insight, fleet, auditSealer, contention, strategy, waits, records, sessions, reads, watches, principals, handoffs, policies, scopes };
 }

@@ -134,5 +134,6 @@ export function waitRecordOf(waiter: Waiter, instanceId: string, now: number) {
     ...(waiter.grantTtlMillis !== undefined && waiter.deadline !== undefined
       ? { ttlMillis: waiter.grantTtlMillis, deadlineMillis: Math.max(0, waiter.deadline - now) }
       : {}),
+    ...(waiter.grantValue !== undefined ? { value: waiter.grantValue } : {}),
   };
 }

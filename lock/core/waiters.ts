@@ -37,6 +37,8 @@ export class Waiter {
   handed: HeldLock | null = null;
   /** What a release needs to hand this wait the key: the grant's TTL, and when the wait's budget ends (clock epoch ms). */
   grantTtlMillis: number | undefined;
+  /** The value a handed grant carries (the acquire's own). */
+  grantValue: string | undefined;
   deadline: number | undefined;
 
   constructor(

@@ -7,7 +7,8 @@ import type { LockService } from '../core/lock-service.js';
 import { assertKeyInScope } from './key-scope.js';
 import { bodyOf, credentialOf, eventContext, inSpan, keyOf } from './request-context.js';
 import { routeSchemas, type HttpApp } from './schemas.js';
-import { checkFencingToken } from './validation.js';
+import { WATCH_MILLIS } from '../../contract/wire-rules.js';
+import { checkFencingToken, checkLockValue, parseMillis } from './validation.js';
 
 export interface LockRouteDeps {
   service: LockService;
@@ -20,7 +21,8 @@ export function registerLockRoutes(app: HttpApp, deps: LockRouteDeps): void {
 
   app.post('/v1/locks/:key/acquire', { schema: routeSchemas.acquire, config: { measured: 'acquire' } }, async (request, reply) => {
     const key = keyOf(request);
-    const body = bodyOf<{ sessionId: string; ttlMillis?: number; waitMillis?: number }>(request);
+    const body = bodyOf<{ sessionId: string; ttlMillis?: number; waitMillis?: number; value?: string }>(request);
+    const value = checkLockValue(body.value);
     const acquire = (signal?: AbortSignal) =>
       // The server span continues the caller's trace when it sent one (the SDK's lock.acquire span).
       inSpan(request, () =>
@@ -31,6 +33,7 @@ export function registerLockRoutes(app: HttpApp, deps: LockRouteDeps): void {
             // Absent: the key's policy's default, else the server's (core decides, lock-policies.ts).
             ...(body.ttlMillis !== undefined ? { ttlMillis: body.ttlMillis } : {}),
             waitMillis: body.waitMillis ?? 0,
+            ...(value !== undefined ? { value } : {}),
           },
           eventContext(request),
           signal,
@@ -65,8 +68,9 @@ export function registerLockRoutes(app: HttpApp, deps: LockRouteDeps): void {
 
   app.post('/v1/locks/:key/renew', { schema: routeSchemas.renew, config: { measured: 'renew' } }, async (request) => {
     const key = keyOf(request);
-    const body = bodyOf<{ sessionId: string; fencingToken: string; ttlMillis?: number }>(request);
+    const body = bodyOf<{ sessionId: string; fencingToken: string; ttlMillis?: number; value?: string }>(request);
     const fencingToken = checkFencingToken(body.fencingToken);
+    const value = checkLockValue(body.value);
     request.measured?.fencingToken(fencingToken);
     return inSpan(request, () =>
       service.renew(
@@ -76,6 +80,7 @@ export function registerLockRoutes(app: HttpApp, deps: LockRouteDeps): void {
           fencingToken,
           // Absent: the grant keeps its own TTL (never the default, which could shorten it).
           ...(body.ttlMillis !== undefined ? { ttlMillis: body.ttlMillis } : {}),
+          ...(value !== undefined ? { value } : {}),
         },
         eventContext(request),
       ),
@@ -92,10 +97,32 @@ export function registerLockRoutes(app: HttpApp, deps: LockRouteDeps): void {
     );
   });
 
-  // A scoped token reads only keys in its scope (L8, when it comes, has L7's access and this check).
+  // A scoped token reads only keys in its scope (L8 has L7's access and this check).
   app.get('/v1/locks/:key', { schema: routeSchemas.readLock, config: { clientGate: true } }, async (request) => {
     const key = keyOf(request);
     assertKeyInScope(request.scope, key);
     return service.readLock(key);
+  });
+
+  app.get('/v1/locks/:key/watch', { schema: routeSchemas.watchLock, config: { clientGate: true } }, async (request, reply) => {
+    const key = keyOf(request);
+    assertKeyInScope(request.scope, key);
+    const query = request.query as { after?: string; waitMillis?: string };
+    const after = query.after === undefined ? undefined : checkFencingToken(query.after, 'after');
+    const waitMillis = parseMillis(query.waitMillis, WATCH_MILLIS, 'waitMillis');
+    // A watch parks: the caller leaving or the server draining ends it (answered, or dropped with the socket).
+    const stop = new AbortController();
+    const onClose = () => {
+      if (!reply.raw.writableFinished) stop.abort();
+    };
+    const onShutdown = () => stop.abort();
+    reply.raw.on('close', onClose);
+    shutdownSignal.addEventListener('abort', onShutdown, { once: true });
+    try {
+      return await service.watchLock(key, after, waitMillis, stop.signal);
+    } finally {
+      reply.raw.off('close', onClose);
+      shutdownSignal.removeEventListener('abort', onShutdown);
+    }
   });
 }

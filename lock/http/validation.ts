@@ -6,6 +6,7 @@
  * themselves are contract/wire-rules.ts's; this file turns a refusal into a 400.
  */
 import { PAGE_LIMIT, checkLockKey, isFencingToken } from '../../contract/wire-rules.js';
+import { MAX_LOCK_VALUE_BYTES } from '../../contract/records.js';
 import { ValidationFailedError } from '../errors.js';
 
 /** A decoded lock key as the store holds it (NFC), or a 400 naming what is wrong with it. */
@@ -32,6 +33,23 @@ export function decodeKeySegment(raw: string): string {
 export function checkFencingToken(token: string, field = 'fencingToken'): string {
   if (!isFencingToken(token)) throw new ValidationFailedError(`${field} must be a decimal int64 string`);
   return token;
+}
+
+/** A holder's value: the schema bounds its characters, this its UTF-8 bytes (C3). */
+export function checkLockValue(value: string | undefined): string | undefined {
+  if (value !== undefined && Buffer.byteLength(value, 'utf8') > MAX_LOCK_VALUE_BYTES) {
+    throw new ValidationFailedError(`value must be at most ${MAX_LOCK_VALUE_BYTES} bytes of UTF-8`);
+  }
+  return value;
+}
+
+/** A whole number of milliseconds from a query string, within `range` (absent: its default). */
+export function parseMillis(raw: string | undefined, range: { min: number; max: number; default: number }, field: string): number {
+  if (raw === undefined) return range.default;
+  if (!/^[0-9]{1,7}$/.test(raw)) throw new ValidationFailedError(`${field} must be a whole number of milliseconds`);
+  const millis = Number(raw);
+  if (millis < range.min || millis > range.max) throw new ValidationFailedError(`${field} must be between ${range.min} and ${range.max}`);
+  return millis;
 }
 
 export function parseLimit(raw: string | undefined, fallback: number = PAGE_LIMIT.default, max: number = PAGE_LIMIT.max): number {

@@ -29,6 +29,8 @@ export interface AcquireAttempt {
    * write (FleetWaitState.recordsOnTry): the answer says whether it was (`waitRecorded`).
    */
   recordWait?: WaitToRecord;
+  /** The holder's value, stored with a new grant (an existing grant keeps its own). */
+  value?: string;
 }
 
 /** A wait as FleetWaitState.beginWait records it (without the session and key, which the request names). */
@@ -37,6 +39,8 @@ export interface WaitToRecord {
   instanceId: string;
   ttlMillis?: number;
   deadlineMillis?: number;
+  /** The value a grant handed to this wait carries (AcquireAttempt.value). */
+  value?: string;
 }
 
 export interface RenewRequest {
@@ -46,6 +50,8 @@ export interface RenewRequest {
   ttlMillis?: number;
   /** The key's policy's maxHoldMillis (contract/policies.ts), when it has one. */
   maxHoldMillis?: number;
+  /** A proclaim: replaces the grant's value in the renew's own write (same token). */
+  value?: string;
 }
 
 export interface SessionRecord {

@@ -164,6 +164,32 @@ export interface LockStore {
   readonly fleet?: FleetWaitState;
   /** Restores never re-issue a token (issue 25): the store's identity and its token floor. */
   readonly tokenFloor?: TokenFloor;
+  /** Holder changes anywhere in the fleet, for L8 watches (issue 23). */
+  readonly holderWatch?: HolderWatch;
+}
+
+/**
+ * A store's optional `holderWatch` (L8): tells a parked watch that its key's holder set may have
+ * changed, anywhere in the fleet — a hint, like ReleaseWaiter: core reads the key again and
+ * compares. Rules:
+ * - `watch` resolves only once a change committed from then on is certain to be reported (SQL: the
+ *   key's watch row is committed and the instance listens; etcd: the key watch is created), so core
+ *   watches first and reads second, and no change falls between its read and its park.
+ * - Reported: every new token (grant, takeover, handoff) and every end of a grant (release, sweep,
+ *   revoke, session end). A renew or a proclaim may be reported too (core compares and parks again).
+ * - A lapse no write has recorded yet is not reported: core re-reads now and then while parked.
+ * - When the store cannot promise delivery (its feed is down, the instance is not registered),
+ *   `changed` resolves `fallback` and core re-reads on its own schedule.
+ */
+export interface HolderWatch {
+  watch(req: { key: string; instanceId?: string }): Promise<HolderWatchSubscription>;
+}
+
+export interface HolderWatchSubscription {
+  /** Resolves at the first reported change of the key (`changed`), or when delivery cannot be promised (`fallback`). */
+  readonly changed: Promise<'changed' | 'fallback'>;
+  /** Ends the subscription (idempotent). */
+  stop(): void;
 }
 
 /**
@@ -307,7 +333,7 @@ export interface FleetWaitState {
    * grant's TTL should a release hand it the key, `deadlineMillis` what is left of its budget; a
    * wait recorded without them is never handed a key (it wakes and tries, as before handoff).
    */
-  beginWait(req: { waitId: string; sessionId: string; key: string; instanceId: string; ttlMillis?: number; deadlineMillis?: number }): Promise<void>;
+  beginWait(req: { waitId: string; sessionId: string; key: string; instanceId: string; ttlMillis?: number; deadlineMillis?: number; value?: string }): Promise<void>;
   /**
    * Ends a wait's record; answers the grant a release handed it, if one did and the grant is still
    * live (a wait leaving without the key must give such a grant back).

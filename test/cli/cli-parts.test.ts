@@ -60,6 +60,7 @@ describe('lock listing', () => {
     fencingToken: '1',
     grantedAt: now - ageMillis,
     expiresAt: now + 30_000,
+    holders: [{ sessionId, owner, fencingToken: '1', grantedAt: now - ageMillis, expiresAt: now + 30_000 }],
     waiterCount,
   });
   const locks = [lock('b', 'w1', 's1', 60_000, 0), lock('a', 'w2', 's2', 3_600_000, 1), lock('c', 'w1', 's3', 1_000, 4), lock('d', 'w1', 's1', 60_000, 1)];

@@ -59,6 +59,9 @@ export function httpClient(baseUrl: string, options: { clientToken?: string } = 
     release: (k: string, body: Record<string, unknown>, headers?: Record<string, string>) =>
       call('POST', `/v1/locks/${key(k)}/release`, body, asSession(sessionOf(body), headers)),
     read: (k: string, headers: Record<string, string> = {}) => call('GET', `/v1/locks/${key(k)}`, undefined, { ...bearer(options.clientToken), ...headers }),
+    /** L8; `query` as sent (e.g. `?after=12&waitMillis=5000`). */
+    watch: (k: string, query = '', headers: Record<string, string> = {}) =>
+      call('GET', `/v1/locks/${key(k)}/watch${query}`, undefined, { ...bearer(options.clientToken), ...headers }),
     admin: (token: string | undefined) => {
       const auth: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
       return {

@@ -1,9 +1,12 @@
 /** L4–L7: acquire, renew, release and read a lock. */
 import { Type } from 'typebox';
-import { LockReleasedSchema } from '../../../contract/records.js';
-import { LOCK_TTL_MILLIS, WAIT_MILLIS } from '../../../contract/wire-rules.js';
+import { LockReleasedSchema, MAX_LOCK_VALUE_BYTES } from '../../../contract/records.js';
+import { LOCK_TTL_MILLIS, WAIT_MILLIS, WATCH_MILLIS } from '../../../contract/wire-rules.js';
 import { ref } from './components.js';
-import { CLIENT_TOKEN, SESSION_TOKEN, errorResponses, json, keyParams, sessionId, strictObject, token } from './parts.js';
+import { CLIENT_TOKEN, SESSION_TOKEN, errorResponses, json, keyParams, limitQuery, queryString, sessionId, strictObject, token } from './parts.js';
+
+/** At most MAX_LOCK_VALUE_BYTES of UTF-8: the schema bounds characters, the route the bytes (validation.ts). */
+const lockValue = (description: string) => Type.String({ maxLength: MAX_LOCK_VALUE_BYTES, description: `${description}; at most ${MAX_LOCK_VALUE_BYTES} bytes of UTF-8` });
 
 const lockTtl = (description: string) =>
   Type.Optional(Type.Integer({ minimum: LOCK_TTL_MILLIS.min, maximum: LOCK_TTL_MILLIS.max, description }));
@@ -18,12 +21,19 @@ export const acquireBody = strictObject({
       description: `wait on the server up to this long; default ${WAIT_MILLIS.default}`,
     }),
   ),
+  value: Type.Optional(lockValue("the holder's value, stored with a new grant (an existing grant keeps its own)")),
 });
 
 export const renewBody = strictObject({
   sessionId,
   fencingToken: token,
   ttlMillis: lockTtl("default: the grant's own TTL"),
+  value: Type.Optional(lockValue('a proclaim: replaces the grant\'s value (same token)')),
+});
+
+export const watchQuery = strictObject({
+  after: queryString(19, 'the highest fencing token of the holder set last seen; absent or 0: answer at once'),
+  waitMillis: limitQuery(WATCH_MILLIS, 'how long to park before answering the unchanged state, '),
 });
 
 export const releaseBody = strictObject({ sessionId, fencingToken: token });
@@ -70,5 +80,16 @@ export const lockRouteSchemas = {
     security: CLIENT_TOKEN,
     params: keyParams,
     response: { 200: ref('LockInfo'), ...errorResponses('UNAUTHENTICATED', 'FORBIDDEN') },
+  },
+  watchLock: {
+    operationId: 'watchLock',
+    summary: 'L8 — watch a lock: answers when its holder set differs from the one whose highest token is `after`',
+    description:
+      'A long poll, fleet-wide: a change made through any instance wakes a watch parked on any other. Answers at once when the holder set already differs (or `after` is absent or 0), else at `waitMillis` with the unchanged state. A proclaim (a new value, same token) is not a change.',
+    tags: ['locks'],
+    security: CLIENT_TOKEN,
+    params: keyParams,
+    querystring: watchQuery,
+    response: { 200: ref('LockInfo'), ...errorResponses('VALIDATION_FAILED', 'UNAUTHENTICATED', 'FORBIDDEN') },
   },
 } as const;

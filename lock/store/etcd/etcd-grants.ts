@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ICompare, ITxnResponse } from 'etcd3';
 import { NotLeaderError } from '../../errors.js';
-import type { FencingToken, LockGrant, Page } from '../../../contract/records.js';
+import { MUTEX, type FencingToken, type LockGrant, type Page } from '../../../contract/records.js';
 import type {
   AuditDraft,
   EndedLock,
@@ -90,6 +90,7 @@ export class EtcdGrants {
             expiresAt,
             leaseId,
             writeId,
+            ...(req.value !== undefined ? { value: req.value } : {}),
           };
           const value = encode(mine);
           return {
@@ -114,6 +115,8 @@ export class EtcdGrants {
           ttlMillis: req.ttlMillis,
           grantedAt: now,
           expiresAt,
+          ...MUTEX,
+          ...(req.value !== undefined ? { value: req.value } : {}),
         };
         return { kind: 'granted', grant, owner: current.session.owner, existing: false };
       }
@@ -190,7 +193,15 @@ export class EtcdGrants {
       const ttlMillis = req.ttlMillis ?? row.stored.ttlMillis;
       const leaseId = await this.grantLeases.forTtl(ttlMillis);
       const now = this.ctx.clock();
-      const renewed: StoredLock = { ...row.stored, ttlMillis, expiresAt: now + ttlMillis, leaseId, writeId: randomUUID() };
+      // A proclaim (issue 23) replaces the value in the same put: same key, same create revision, same token.
+      const renewed: StoredLock = {
+        ...row.stored,
+        ttlMillis,
+        expiresAt: now + ttlMillis,
+        leaseId,
+        writeId: randomUUID(),
+        ...(req.value !== undefined ? { value: req.value } : {}),
+      };
       let response: ITxnResponse;
       try {
         response = await client.kv.txn({
@@ -209,7 +220,9 @@ export class EtcdGrants {
         }
         continue;
       }
-      if (response.succeeded) return { kind: 'renewed', lock: { ...row.lock, ttlMillis, expiresAt: renewed.expiresAt } };
+      if (response.succeeded) {
+        return { kind: 'renewed', lock: { ...row.lock, ttlMillis, expiresAt: renewed.expiresAt, ...(req.value !== undefined ? { value: req.value } : {}) } };
+      }
     }
     throw new NotLeaderError(`renew of ${JSON.stringify(req.key)} kept racing other writers`);
   }

@@ -65,6 +65,7 @@ import { EtcdConsoleRecords } from './etcd-console-records.js';
 import { createEtcdClient, range } from './etcd-client.js';
 import { EtcdContext } from './etcd-context.js';
 import { EtcdFleet } from './etcd-fleet.js';
+import { EtcdHolderWatch } from './etcd-holder-watch.js';
 import { EtcdGrants } from './etcd-grants.js';
 import { EtcdReleaseWaits, type WaitShape } from './etcd-release-waits.js';
 import { EtcdSessions } from './etcd-sessions.js';
@@ -109,6 +110,8 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
   readonly fleet: EtcdFleet;
   /** Sign-in codes and console sessions the console keeps here (etcd-console-records.ts). */
   readonly consoleRecords: EtcdConsoleRecords;
+  /** Holder changes for L8 watches (etcd-holder-watch.ts). */
+  readonly holderWatch: EtcdHolderWatch;
   /** Revision-addressed waits (waitForRelease below). */
   readonly releaseWaiter: ReleaseWaiter = { waitForRelease: (req) => this.waitForRelease(req) };
 
@@ -121,6 +124,7 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
     this.sessions = new EtcdSessions(ctx, this.audit);
     this.waits = new EtcdReleaseWaits(ctx, options.waitShape ?? 'shared');
     this.grants = new EtcdGrants(ctx, this.audit, this.waits, options.acquireBatching ?? true);
+    this.holderWatch = new EtcdHolderWatch(() => ctx.etcd(), ctx.keys);
     this.fleet = new EtcdFleet({
       etcd: () => ctx.etcd(),
       keys: ctx.keys,

@@ -9,6 +9,7 @@
  * it is the existence of leased keys.
  */
 import type { IKeyValue } from 'etcd3';
+import { MUTEX } from '../../../contract/records.js';
 import type { HeldLock, SessionRecord } from '../spi.js';
 import { grantToken, slotPrefix } from './grant-tokens.js';
 
@@ -36,6 +37,8 @@ export interface StoredLock {
   leaseId: string;
   /** Unique per write: tells a call whose txn outcome was unknown whether its own write landed. */
   writeId: string;
+  /** The holder's value (issue 23): written with the grant, replaced by a proclaim. */
+  value?: string;
 }
 
 /** A lock as read from etcd (liveness key or grant record): its record plus the revisions the store compares on. */
@@ -79,6 +82,8 @@ export function decodeLock(key: string, kv: IKeyValue): LockRow {
       ttlMillis: stored.ttlMillis,
       grantedAt: stored.grantedAt,
       expiresAt: stored.expiresAt,
+      ...MUTEX,
+      ...(stored.value !== undefined ? { value: stored.value } : {}),
     },
     stored,
     createRevision: String(kv.create_revision),

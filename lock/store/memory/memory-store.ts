@@ -9,7 +9,7 @@
  * is what makes each one atomic here (the durable stores use a transaction or a txn).
  */
 import { createAuditSealer, GENESIS_HASH, type AuditSealer } from '../../audit/chain.js';
-import type { AuditEntry, BackendName, FencingToken, Page, SessionEndCause, SessionInfo } from '../../../contract/records.js';
+import { MUTEX, type AuditEntry, type BackendName, type FencingToken, type Page, type SessionEndCause, type SessionInfo } from '../../../contract/records.js';
 import type {
   OpenSessionRequest,
   AuditDraft,
@@ -180,6 +180,8 @@ export class MemoryLockStore implements LockStore {
       ttlMillis: req.ttlMillis,
       grantedAt: now,
       expiresAt: now + req.ttlMillis,
+      ...MUTEX,
+      ...(req.value !== undefined ? { value: req.value } : {}),
     };
     this.locks.set(req.key, lock);
     const { owner, ...grant } = lock;
@@ -195,6 +197,7 @@ export class MemoryLockStore implements LockStore {
     if (req.maxHoldMillis !== undefined && now - lock.grantedAt >= req.maxHoldMillis) return { kind: 'hold_limit', lock: { ...lock } };
     lock.ttlMillis = req.ttlMillis ?? lock.ttlMillis;
     lock.expiresAt = now + lock.ttlMillis;
+    if (req.value !== undefined) lock.value = req.value;
     return { kind: 'renewed', lock: { ...lock } };
   }
 

@@ -15,6 +15,8 @@ export interface AcquireRequest {
   ttlMillis: number;
   /** Recorded as a wait if the try finds the key held by another live session (AcquireAttempt.recordWait). */
   recordWait?: WaitToRecord;
+  /** A new grant's value (AcquireAttempt.value). */
+  value?: string;
 }
 
 /** One row per request: `kind` is granted | existing | held | session_not_found | unauthenticated | retry. */
@@ -24,24 +26,41 @@ export type AcquireRow = Row & { kind: string };
  * A wait ends in the same write as its grant: the session's recorded waits on a key it is granted
  * (or already holds) go in the granting statement. Else a release could hand the key to the
  * record of a wait already answered (its end not yet sent), and the session would hold it unawares.
+ * Each answered row also carries its grant's value (`value`, migration 12).
  */
-const withWaitsEnded = (select: string) => `WITH r AS (${select}),
+const withWaitsEnded = (select: string, value: string) => `WITH r AS (${select}),
   ended AS (DELETE FROM holdfast_waiters w USING r WHERE r.kind IN ('granted', 'existing') AND w.key = r.key AND w.session_id = r.session_id)
-  SELECT * FROM r`;
+  SELECT r.*, ${value} AS value FROM r`;
 
-const BATCH_SQL = withWaitsEnded(`SELECT r_index AS index, r_kind AS kind, r_key AS key, r_session_id AS session_id, r_owner AS owner,
+/**
+ * Without a value to store (the hot path): a new grant has none (a new token clears the column), an
+ * existing one answers its own. The row is unchanged by this statement, so its snapshot reads it.
+ */
+const VALUE_AS_IT_IS = `CASE WHEN r.kind = 'existing' THEN (SELECT hl.value FROM holdfast_locks hl WHERE hl.key = r.key AND hl.fencing_token = r.fencing_token::bigint) END`;
+/** With values: set per answered row in the same statement (holdfast_settle_acquire_value, migration 12). */
+const settleValue = (value: string, waitId = 'NULL::text', recorded = 'false') =>
+  `holdfast_settle_acquire_value(r.kind, r.key, r.fencing_token, ${value}, ${waitId}, ${recorded})`;
+
+const BATCH_SELECT = `SELECT r_index AS index, r_kind AS kind, r_key AS key, r_session_id AS session_id, r_owner AS owner,
     r_fencing_token AS fencing_token, r_ttl_millis AS ttl_millis, r_granted_at AS granted_at, r_expires_at AS expires_at
-  FROM holdfast_try_acquire_batch($1::text[], $2::text[], $3::text[], $4::integer[])`);
+  FROM holdfast_try_acquire_batch($1::text[], $2::text[], $3::text[], $4::integer[])`;
+const BATCH_SQL = withWaitsEnded(BATCH_SELECT, VALUE_AS_IT_IS);
+const BATCH_WITH_VALUES_SQL = withWaitsEnded(BATCH_SELECT, settleValue('($5::text[])[r.index]'));
 
 /** The same with wait records (migration 11): `wait_recorded` on a held row says the wait was recorded. */
-const WAITING_BATCH_SQL = withWaitsEnded(`SELECT r_index AS index, r_kind AS kind, r_key AS key, r_session_id AS session_id, r_owner AS owner,
+const WAITING_BATCH_SQL = withWaitsEnded(
+  `SELECT r_index AS index, r_kind AS kind, r_key AS key, r_session_id AS session_id, r_owner AS owner,
     r_fencing_token AS fencing_token, r_ttl_millis AS ttl_millis, r_granted_at AS granted_at, r_expires_at AS expires_at,
     r_wait_recorded AS wait_recorded
-  FROM holdfast_acquire_or_wait_batch($1::text[], $2::text[], $3::text[], $4::integer[], $5::text[], $6::text[], $7::integer[], $8::bigint[])`);
+  FROM holdfast_acquire_or_wait_batch($1::text[], $2::text[], $3::text[], $4::integer[], $5::text[], $6::text[], $7::integer[], $8::bigint[])`,
+  settleValue('($9::text[])[r.index]', '($5::text[])[r.index]', 'r.wait_recorded'),
+);
 
-const SINGLE_SQL = withWaitsEnded(`SELECT r_kind AS kind, r_key AS key, r_session_id AS session_id, r_owner AS owner, r_fencing_token AS fencing_token,
+const SINGLE_SELECT = `SELECT r_kind AS kind, r_key AS key, r_session_id AS session_id, r_owner AS owner, r_fencing_token AS fencing_token,
     r_ttl_millis AS ttl_millis, r_granted_at AS granted_at, r_expires_at AS expires_at
-  FROM holdfast_try_acquire($1::text, $2::text, $3::text, $4::integer)`);
+  FROM holdfast_try_acquire($1::text, $2::text, $3::text, $4::integer)`;
+const SINGLE_SQL = withWaitsEnded(SINGLE_SELECT, VALUE_AS_IT_IS);
+const SINGLE_WITH_VALUE_SQL = withWaitsEnded(SINGLE_SELECT, settleValue('$5::text'));
 
 /** Runs `batch` in as few calls as keys allow (one, unless a key repeats); rows in request order. */
 export async function acquireInRounds(db: Queryable, batch: readonly AcquireRequest[]): Promise<AcquireRow[]> {
@@ -76,6 +95,7 @@ export async function acquireInRounds(db: Queryable, batch: readonly AcquireRequ
 /** One call for a batch of distinct keys. */
 async function acquireOnce(db: Queryable, batch: readonly AcquireRequest[]): Promise<AcquireRow[]> {
   const params = [batch.map((r) => r.key), batch.map((r) => r.session.sessionId), batch.map((r) => r.session.tokenHash), batch.map((r) => r.ttlMillis)];
+  const values = batch.map((r) => r.value ?? null);
   const rows = batch.some((r) => r.recordWait)
     ? await db.query<AcquireRow>(WAITING_BATCH_SQL, [
         ...params,
@@ -83,8 +103,11 @@ async function acquireOnce(db: Queryable, batch: readonly AcquireRequest[]): Pro
         batch.map((r) => r.recordWait?.instanceId ?? null),
         batch.map((r) => r.recordWait?.ttlMillis ?? null),
         batch.map((r) => (r.recordWait?.deadlineMillis === undefined ? null : Math.max(0, Math.floor(r.recordWait.deadlineMillis)))),
+        values,
       ])
-    : await db.query<AcquireRow>(BATCH_SQL, params);
+    : values.some((v) => v !== null)
+      ? await db.query<AcquireRow>(BATCH_WITH_VALUES_SQL, [...params, values])
+      : await db.query<AcquireRow>(BATCH_SQL, params);
   const byIndex: AcquireRow[] = new Array(batch.length);
   for (const row of rows) byIndex[Number(row.index) - 1] = row;
   for (let i = 0; i < batch.length; i++) {
@@ -95,7 +118,11 @@ async function acquireOnce(db: Queryable, batch: readonly AcquireRequest[]): Pro
 
 /** The one-request function (schema v2): raises instead of answering `retry`. */
 export async function acquireSingle(db: Queryable, request: AcquireRequest): Promise<AcquireRow> {
-  const rows = await db.query<AcquireRow>(SINGLE_SQL, [request.key, request.session.sessionId, request.session.tokenHash, request.ttlMillis]);
+  const params = [request.key, request.session.sessionId, request.session.tokenHash, request.ttlMillis];
+  const rows =
+    request.value === undefined
+      ? await db.query<AcquireRow>(SINGLE_SQL, params)
+      : await db.query<AcquireRow>(SINGLE_WITH_VALUE_SQL, [...params, request.value]);
   const row = rows[0];
   if (!row) throw new Error(`tryAcquire on ${JSON.stringify(request.key)} answered nothing`);
   return row;

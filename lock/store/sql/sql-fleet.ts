@@ -12,6 +12,7 @@ import type { DeadlockVerdict, FleetWaitState, HandedGrant, HeldLock, InstancePu
 import { LIVE_LOCK, QUALIFIED_LOCK_COLUMNS, toLock } from './sql-rows.js';
 import type { Row, SqlDatabase } from './queryable.js';
 import { StatementBatcher } from '../statement-batcher.js';
+import { MUTEX } from '../../../contract/records.js';
 
 interface WaitRecord {
   waitId: string;
@@ -20,6 +21,7 @@ interface WaitRecord {
   instanceId: string;
   ttlMillis?: number;
   deadlineMillis?: number;
+  value?: string;
 }
 
 export const RELEASED_CHANNEL = 'holdfast_released';
@@ -118,9 +120,9 @@ export class SqlFleet implements FleetWaitState, ReleaseFeed {
    */
   private insertWaits(batch: readonly WaitRecord[]): Promise<Row[]> {
     return this.db.query(
-      `INSERT INTO holdfast_waiters (wait_id, session_id, key, instance_id, started_at, ttl_millis, deadline_at)
-       SELECT r.wid, r.sid, r.k, r.iid, holdfast_now_ms(), r.ttl, holdfast_now_ms() + r.budget
-       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::integer[], $6::bigint[]) AS r(wid, sid, k, iid, ttl, budget)
+      `INSERT INTO holdfast_waiters (wait_id, session_id, key, instance_id, started_at, ttl_millis, deadline_at, value)
+       SELECT r.wid, r.sid, r.k, r.iid, holdfast_now_ms(), r.ttl, holdfast_now_ms() + r.budget, r.v
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::integer[], $6::bigint[], $7::text[]) AS r(wid, sid, k, iid, ttl, budget, v)
        WHERE EXISTS (SELECT 1 FROM holdfast_sessions s WHERE s.session_id = r.sid)
          AND EXISTS (SELECT 1 FROM holdfast_instances i WHERE i.instance_id = r.iid)
        ORDER BY r.sid, r.wid
@@ -132,6 +134,7 @@ export class SqlFleet implements FleetWaitState, ReleaseFeed {
         batch.map((r) => r.instanceId),
         batch.map((r) => r.ttlMillis ?? null),
         batch.map((r) => (r.deadlineMillis === undefined ? null : Math.max(0, Math.floor(r.deadlineMillis)))),
+        batch.map((r) => r.value ?? null),
       ],
     );
   }
@@ -244,6 +247,8 @@ function toHandedGrant(r: Record<string, unknown>): HandedGrant {
     ttlMillis: Number(r.ttlMillis),
     grantedAt: Number(r.grantedAt),
     expiresAt: Number(r.expiresAt),
+    // The payload carries no value: the wait that parks knows its own (core answers with it).
+    ...MUTEX,
   };
 }
 

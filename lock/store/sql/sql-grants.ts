@@ -64,15 +64,17 @@ export class SqlGrants {
   async renew(req: RenewRequest): Promise<RenewResult> {
     const rows = await this.guard(() =>
       this.db.query(
-        // Without a TTL the grant keeps its own: a renew never shortens a lock by accident.
+        // Without a TTL the grant keeps its own: a renew never shortens a lock by accident. With a
+        // value it is a proclaim: the value changes in the renew's own write, the token does not.
         `UPDATE holdfast_locks l
-         SET ttl_millis = COALESCE($5::integer, l.ttl_millis), expires_at = n.now + COALESCE($5::integer, l.ttl_millis)
+         SET ttl_millis = COALESCE($5::integer, l.ttl_millis), expires_at = n.now + COALESCE($5::integer, l.ttl_millis),
+             value = COALESCE($7::text, l.value)
          FROM holdfast_sessions s, (SELECT holdfast_now_ms() AS now) n
          WHERE l.key = $1 AND l.fencing_token = $2::bigint AND l.session_id = $3 AND l.expires_at > n.now
            AND s.session_id = $3 AND s.token_hash = $4 AND s.expires_at > n.now
            AND ($6::bigint IS NULL OR n.now - l.granted_at < $6::bigint)
          RETURNING ${QUALIFIED_LOCK_COLUMNS}`,
-        [req.key, req.fencingToken, req.session.sessionId, req.session.tokenHash, req.ttlMillis ?? null, req.maxHoldMillis ?? null],
+        [req.key, req.fencingToken, req.session.sessionId, req.session.tokenHash, req.ttlMillis ?? null, req.maxHoldMillis ?? null, req.value ?? null],
       ),
     );
     if (rows[0]) return { kind: 'renewed', lock: toLock(rows[0]) };
@@ -250,13 +252,14 @@ export class SqlGrants {
  * someone else has locked (its session's or instance's end, an endWait) is passed over, as the
  * release passes over a locked heir: a release never waits on a wait's row lock (it holds lock
  * rows and heirs' records, and an instance's end locks that instance's records in any order).
- * The sweep takes what is left once this grant is gone.
+ * The sweep takes what is left once this grant is gone. A handed grant carries its wait's value,
+ * set in the same statement (holdfast_settle_handed_value, migration 12).
  */
 const RELEASE_SQL = `WITH r AS (SELECT * FROM holdfast_release_batch($1::text[], $2::bigint[], $3::text[], $4::text[])),
   handed_done AS (DELETE FROM holdfast_waiters WHERE wait_id = ANY(ARRAY(
     SELECT w.wait_id FROM holdfast_waiters w JOIN r ON w.key = r.r_key AND w.granted_token = r.r_fencing_token::bigint
     FOR UPDATE OF w SKIP LOCKED)))
-  SELECT * FROM r`;
+  SELECT r.*, CASE WHEN r.h_wait_id IS NOT NULL THEN holdfast_settle_handed_value(r.r_key, r.h_fencing_token, r.h_wait_id) END AS h_value FROM r`;
 
 /** A row's columns that start with `prefix`, without it (the release function answers two locks per row). */
 function unprefixed(row: Row, prefix: string): Row {

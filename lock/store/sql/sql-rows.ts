@@ -3,12 +3,12 @@
  * clock and the liveness test as SQL fragments, and rows turned into SPI records. Written once
  * so that sessions, grants, audit and summary agree on what "live" and "now" mean.
  */
-import type { AuditEntry, LockGrant } from '../../../contract/records.js';
+import { MUTEX, type AuditEntry, type LockGrant } from '../../../contract/records.js';
 import type { EndedLock, HeldLock, SessionRecord } from '../spi.js';
 import type { Row } from './queryable.js';
 
-export const LOCK_COLUMNS = `key, session_id, owner, fencing_token::text AS fencing_token, ttl_millis, granted_at, expires_at`;
-export const QUALIFIED_LOCK_COLUMNS = `l.key, l.session_id, l.owner, l.fencing_token::text AS fencing_token, l.ttl_millis, l.granted_at, l.expires_at`;
+export const LOCK_COLUMNS = `key, session_id, owner, fencing_token::text AS fencing_token, ttl_millis, granted_at, expires_at, value`;
+export const QUALIFIED_LOCK_COLUMNS = `l.key, l.session_id, l.owner, l.fencing_token::text AS fencing_token, l.ttl_millis, l.granted_at, l.expires_at, l.value`;
 export const SESSION_COLUMNS = `session_id, owner, ttl_millis, created_at, last_heartbeat_at, expires_at, opened_by`;
 export const AUDIT_COLUMNS = `id::text AS id, at, actor, action, target, fencing_token::text AS fencing_token, reason, outcome, request_id, prev_hash, hash, key_id, actor_scope`;
 /**
@@ -50,6 +50,8 @@ export function toLock(r: Row): HeldLock {
     ttlMillis: Number(r.ttl_millis),
     grantedAt: Number(r.granted_at),
     expiresAt: Number(r.expires_at),
+    ...MUTEX,
+    ...(typeof r.value === 'string' ? { value: r.value } : {}),
   };
 }
 

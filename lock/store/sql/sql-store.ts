@@ -48,6 +48,7 @@ import { SqlAudit } from './sql-audit.js';
 import { SqlConsoleRecords } from './sql-console-records.js';
 import { guardedDatabase, guardSql } from './sql-errors.js';
 import { SqlFleet } from './sql-fleet.js';
+import { SqlHolderWatch } from './sql-holder-watch.js';
 import { SqlGrants } from './sql-grants.js';
 import { SqlSessions } from './sql-sessions.js';
 import { summarize } from './sql-summary.js';
@@ -69,6 +70,8 @@ export class SqlLockStore implements LockStore {
   readonly tokenFloor: TokenFloor;
   /** Sign-in codes and console sessions the console keeps here (sql-console-records.ts). */
   readonly consoleRecords: SqlConsoleRecords;
+  /** Holder changes for L8 watches: the holders channel the locks triggers notify (sql-holder-watch.ts). */
+  readonly holderWatch: SqlHolderWatch;
   private readonly audit: SqlAudit;
   private readonly sessions: SqlSessions;
   private readonly grants: SqlGrants;
@@ -85,6 +88,7 @@ export class SqlLockStore implements LockStore {
     this.releaseFeed = this.fleet;
     this.tokenFloor = new SqlTokenFloor(db, backend, this.audit, options.identity ?? databaseIdentity(db), backend === 'embedded');
     this.consoleRecords = new SqlConsoleRecords(db, backend);
+    this.holderWatch = new SqlHolderWatch(db);
   }
 
   async init(): Promise<void> {
