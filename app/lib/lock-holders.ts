@@ -3,22 +3,10 @@
  * holder with its own token and value, the lock's kind, and whether the key is a leadership.
  * Pure functions of LockInfo, shared by the locks list, the key page and the leaders view.
  */
-import type { LockInfo, Page } from './api-types';
+import type { LockHolder, LockInfo, Page } from './api-types';
 
-export interface LockHolder {
-  sessionId: string;
-  owner: string;
-  fencingToken: string;
-  grantedAt: number;
-  expiresAt: number;
-  /** Untrusted text the holder chose (≤ 4096 bytes): render as text only (lock-value.ts). */
-  value?: string;
-}
-
-export type LockMode = 'exclusive' | 'shared';
-
-/** LockInfo with the v3 fields, optional so an answer from a server before v3 reads the same way. */
-export type LockInfoWithHolders = LockInfo & { holders?: LockHolder[]; mode?: LockMode; limit?: number };
+/** LockInfo as read off the wire: a lock server before v3 sends no `holders` (nor `mode`, `limit`). */
+export type LockInfoRead = Omit<LockInfo, 'holders'> & { holders?: LockHolder[] };
 
 export type LockKind = 'mutex' | 'semaphore' | 'shared';
 
@@ -26,7 +14,7 @@ export type LockKind = 'mutex' | 'semaphore' | 'shared';
  * The kind of holding (C4's `kind` label values). A held lock without `mode`/`limit` comes from a
  * server before v3, which had only the mutex.
  */
-export function lockKind(lock: Pick<LockInfoWithHolders, 'mode' | 'limit'>): LockKind {
+export function lockKind(lock: Pick<LockInfoRead, 'mode' | 'limit'>): LockKind {
   if (lock.mode === 'shared') return 'shared';
   return (lock.limit ?? 1) > 1 ? 'semaphore' : 'mutex';
 }
@@ -35,7 +23,7 @@ export function lockKind(lock: Pick<LockInfoWithHolders, 'mode' | 'limit'>): Loc
  * Every holder, lowest token first. A server before v3 sends no `holders`: its single-holder
  * fields are then the one holder.
  */
-export function holdersOf(lock: LockInfoWithHolders): LockHolder[] {
+export function holdersOf(lock: LockInfoRead): LockHolder[] {
   if (lock.holders) return lock.holders;
   if (!lock.held || !lock.sessionId || !lock.fencingToken) return [];
   return [
@@ -50,7 +38,7 @@ export function holdersOf(lock: LockInfoWithHolders): LockHolder[] {
 }
 
 /** "1/1", "2/3": holders against the limit; shared holders have no count limit, so only their number. */
-export function holdersOfLimit(lock: LockInfoWithHolders): string {
+export function holdersOfLimit(lock: LockInfoRead): string {
   const count = holdersOf(lock).length;
   return lockKind(lock) === 'shared' ? String(count) : `${count}/${lock.limit ?? 1}`;
 }
@@ -67,7 +55,7 @@ export interface Leadership {
  * The leadership a lock stands for, or null. Only a mutex elects one leader; a semaphore's or a
  * reader's value is a holder's note, not a leadership.
  */
-export function leadershipOf(lock: LockInfoWithHolders): Leadership | null {
+export function leadershipOf(lock: LockInfoRead): Leadership | null {
   if (!lock.held || lockKind(lock) !== 'mutex') return null;
   const leader = holdersOf(lock)[0];
   if (!leader || leader.value === undefined) return null;

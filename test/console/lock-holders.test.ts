@@ -4,8 +4,8 @@
  * cursor semantics: the cursor is the last key returned, the next page starts after it).
  */
 import { describe, expect, it } from 'vitest';
-import type { LockInfo, Page } from '../../app/lib/api-types.js';
-import { holdersOf, holdersOfLimit, leadershipOf, lockKind, type LockHolder, type LockInfoWithHolders } from '../../app/lib/lock-holders.js';
+import type { LockHolder, LockInfo, Page } from '../../app/lib/api-types.js';
+import { holdersOf, holdersOfLimit, leadershipOf, lockKind, type LockInfoRead } from '../../app/lib/lock-holders.js';
 import { previewValue, visibleMultilineValue, visibleValue } from '../../app/lib/lock-value.js';
 import { leadersPage, MAX_ROUNDS, SCAN_PAGE } from '../../app/lib/server/leaders-page.js';
 
@@ -20,7 +20,7 @@ function holder(token: number, value?: string): LockHolder {
   };
 }
 
-function held(key: string, holders: LockHolder[], mode: 'exclusive' | 'shared' = 'exclusive', limit = 1): LockInfoWithHolders {
+function held(key: string, holders: LockHolder[], mode: 'exclusive' | 'shared' = 'exclusive', limit = 1): LockInfo {
   const first = holders[0]!;
   return {
     key,
@@ -59,7 +59,7 @@ describe('holdersOf and holdersOfLimit', () => {
     expect(holdersOfLimit(held('r', [holder(1), holder(2)], 'shared'))).toBe('2');
   });
   it('makes the single-holder fields the one holder when the server sends no holders (before v3)', () => {
-    const old: LockInfo = { key: 'k', held: true, sessionId: 's', owner: 'o', fencingToken: '5', grantedAt: 10, expiresAt: 20, waiterCount: 0 };
+    const old: LockInfoRead = { key: 'k', held: true, sessionId: 's', owner: 'o', fencingToken: '5', grantedAt: 10, expiresAt: 20, waiterCount: 0 };
     expect(holdersOf(old)).toEqual([{ sessionId: 's', owner: 'o', fencingToken: '5', grantedAt: 10, expiresAt: 20 }]);
     expect(holdersOfLimit(old)).toBe('1/1');
     expect(holdersOf({ key: 'free', held: false, waiterCount: 2 })).toEqual([]);
@@ -105,7 +105,7 @@ describe('lock values are shown as text with invisible characters made visible',
 });
 
 /** A1 over `locks` (sorted by key): its cursor is the last key returned. */
-function stubA1(locks: LockInfoWithHolders[]) {
+function stubA1(locks: LockInfo[]) {
   const calls: { limit: number; cursor: string | undefined }[] = [];
   const read = async (limit: number, cursor: string | undefined): Promise<Page<LockInfo>> => {
     calls.push({ limit, cursor });

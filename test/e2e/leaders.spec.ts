@@ -7,7 +7,7 @@
  * whole value one click away. A scoped viewer's leaders view holds its own team's keys only.
  */
 import { expect, test, type Page } from '@playwright/test';
-import type { LockGrant, LockInfo } from '../../contract/records.js';
+import type { LockGrant } from '../../contract/records.js';
 import { screenshot, signInWithForm } from './support/console.js';
 import { docScreenshot } from './support/doc-screenshots.js';
 import { e2e, uniquePrefix } from './support/env.js';
@@ -15,20 +15,17 @@ import { LockApi } from './support/lock-api.js';
 
 const api = new LockApi(e2e.serverUrl);
 
-type Grant = LockGrant & { value?: string; mode?: string; limit?: number };
-type Info = LockInfo & { holders?: { sessionId: string; owner: string; fencingToken: string; value?: string }[] };
-
 /** L4 with a value (issue 23); the grant must carry the value back. */
-async function acquireWithValue(key: string, sessionId: string, value: string): Promise<Grant> {
-  const answer = await api.call<Grant>('POST', `/v1/locks/${encodeURIComponent(key)}/acquire`, { sessionId, ttlMillis: 120_000, value }, { session: sessionId });
+async function acquireWithValue(key: string, sessionId: string, value: string): Promise<LockGrant> {
+  const answer = await api.call<LockGrant>('POST', `/v1/locks/${encodeURIComponent(key)}/acquire`, { sessionId, ttlMillis: 120_000, value }, { session: sessionId });
   expect(answer.status, JSON.stringify(answer.body)).toBe(200);
   expect(answer.body.value).toBe(value);
   return answer.body;
 }
 
 /** L5 with a value: a proclaim (same token, new value). */
-async function proclaim(key: string, sessionId: string, fencingToken: string, value: string): Promise<Grant> {
-  const answer = await api.call<Grant>('POST', `/v1/locks/${encodeURIComponent(key)}/renew`, { sessionId, fencingToken, value }, { session: sessionId });
+async function proclaim(key: string, sessionId: string, fencingToken: string, value: string): Promise<LockGrant> {
+  const answer = await api.call<LockGrant>('POST', `/v1/locks/${encodeURIComponent(key)}/renew`, { sessionId, fencingToken, value }, { session: sessionId });
   expect(answer.status, JSON.stringify(answer.body)).toBe(200);
   return answer.body;
 }
@@ -63,8 +60,8 @@ test('a lock with a value: holder, token and value on the key page, kind and hol
   const plainHolder = await api.openSession('plain-holder');
   await api.mustAcquire(plainKey, plainHolder);
 
-  const info = (await api.readLock(electionKey)).body as Info;
-  expect(info.holders?.map((h) => [h.sessionId, h.fencingToken, h.value])).toEqual([[alpha, grant.fencingToken, address]]);
+  const info = (await api.readLock(electionKey)).body;
+  expect(info.holders.map((h) => [h.sessionId, h.fencingToken, h.value])).toEqual([[alpha, grant.fencingToken, address]]);
 
   await signInWithForm(page, e2e.viewerToken);
 

@@ -9,7 +9,7 @@ import { usePathname, useSearchParams } from 'next/navigation';
 import { useEffect, useMemo, useState } from 'react';
 import type { LockPolicy } from '../../../contract/policies';
 import type { LockInfo, Page } from '../../lib/api-types';
-import { holdersOfLimit, lockKind, type LockInfoWithHolders } from '../../lib/lock-holders';
+import { holdersOfLimit, lockKind } from '../../lib/lock-holders';
 import { NO_POLICY, serverPrefix, underPolicy, type PolicyChoice } from '../../lib/policy-filter';
 import { getJson } from '../../lib/client/api';
 import { useCanAct } from '../../components/identity';
@@ -232,7 +232,7 @@ export function LocksView() {
 }
 
 /** One held lock; its owner, session, token and times are the lowest-token holder's (LockInfo's single-holder fields). */
-function LockRow({ lock, now, canAct, onRevoke }: { lock: LockInfoWithHolders; now: number; canAct: boolean; onRevoke(): void }) {
+function LockRow({ lock, now, canAct, onRevoke }: { lock: LockInfo; now: number; canAct: boolean; onRevoke(): void }) {
   const age = lock.grantedAt ? now - lock.grantedAt : 0;
   const longHeld = age > LONG_HELD_MILLIS;
   const classes = [lock.waiterCount > 0 ? 'row-waiters' : '', longHeld ? 'row-long' : ''].filter(Boolean).join(' ');

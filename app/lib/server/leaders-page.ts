@@ -10,7 +10,7 @@
  * `MAX_ROUNDS` A1 pages; `nextCursor: null` stays the only end of the list.
  */
 import type { LockInfo, Page } from '../api-types';
-import { leadershipOf, type Leadership, type LeadersPage, type LockInfoWithHolders } from '../lock-holders';
+import { leadershipOf, type Leadership, type LeadersPage } from '../lock-holders';
 import { MAX_PAGE_SIZE } from './limits';
 
 /** Locks asked of A1 per round: the largest page the console ever asks for. */
@@ -43,7 +43,7 @@ export async function leadersPage(read: ReadLocks, limit: number, cursor: string
 
 function leadershipsIn(locks: LockInfo[]): { leadership: Leadership; index: number }[] {
   return locks.flatMap((lock, index) => {
-    const leadership = leadershipOf(lock as LockInfoWithHolders);
+    const leadership = leadershipOf(lock);
     return leadership ? [{ leadership, index }] : [];
   });
 }

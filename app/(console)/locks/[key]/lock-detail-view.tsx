@@ -3,8 +3,8 @@
 import Link from 'next/link';
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
-import type { AuditEntry, LockInfo, Page } from '../../../lib/api-types';
-import { holdersOf, holdersOfLimit, lockKind, type LockHolder, type LockInfoWithHolders } from '../../../lib/lock-holders';
+import type { AuditEntry, LockHolder, LockInfo, Page } from '../../../lib/api-types';
+import { holdersOf, holdersOfLimit, lockKind } from '../../../lib/lock-holders';
 import { getJson } from '../../../lib/client/api';
 import { formatAbsolute, formatDuration } from '../../../lib/format';
 import { AuditTable } from '../../../components/audit-table';
@@ -23,7 +23,7 @@ export function LockDetailView({ lockKey }: { lockKey: string }) {
   const [revoking, setRevoking] = useState<LockInfo | null>(null);
   const lock = useQuery({
     queryKey: ['lock', lockKey],
-    queryFn: ({ signal }) => getJson<LockInfoWithHolders>(`/api/locks/${encodeURIComponent(lockKey)}`, signal),
+    queryFn: ({ signal }) => getJson<LockInfo>(`/api/locks/${encodeURIComponent(lockKey)}`, signal),
     refetchInterval,
   });
   const audit = useQuery({
