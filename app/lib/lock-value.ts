@@ -5,13 +5,16 @@
  * show characters in another order than they are stored.
  */
 
+import { CONTROL_CHARACTER, INVISIBLE_CHARACTER } from '../../contract/wire-rules';
+
 /** Code points of a value shown in a table cell before it is cut (the full value is one click away). */
 export const VALUE_PREVIEW_CODE_POINTS = 80;
 
 const NAMED: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
-// C0 and C1 controls, DEL, and the bidi marks, embeddings, overrides and isolates.
-const INVISIBLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/gu;
-const INVISIBLE_BUT_LINE_BREAKS = /[\u0000-\u0009\u000b\u000c\u000e-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/gu;
+/** The key rule's two classes (contract/wire-rules.ts): controls, and characters that draw nothing or reorder what is drawn. */
+function invisible(char: string): boolean {
+  return CONTROL_CHARACTER.test(char) || INVISIBLE_CHARACTER.test(char);
+}
 
 function escape(char: string): string {
   return NAMED[char] ?? `\\u{${char.codePointAt(0)!.toString(16)}}`;
@@ -19,12 +22,12 @@ function escape(char: string): string {
 
 /** The value on one line: every invisible character (line breaks too) written as an escape. */
 export function visibleValue(value: string): string {
-  return value.replace(INVISIBLE, escape);
+  return Array.from(value, (char) => (invisible(char) ? escape(char) : char)).join('');
 }
 
 /** The value over several lines (its full view): line breaks kept, other invisible characters escaped. */
 export function visibleMultilineValue(value: string): string {
-  return value.replace(INVISIBLE_BUT_LINE_BREAKS, escape);
+  return Array.from(value, (char) => (char !== '\n' && char !== '\r' && invisible(char) ? escape(char) : char)).join('');
 }
 
 export interface ValuePreview {
