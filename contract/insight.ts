@@ -58,6 +58,8 @@ export const WaitEdgeSchema = strictObject({
   waiterSessionId: SessionIdSchema,
   key: Type.String(),
   holderSessionId: Type.Union([SessionIdSchema, Type.Null()], { description: "null until the waiter's first try saw the holder" }),
+  waiterOwner: Type.Optional(Type.String({ description: "the waiting session's owner (L1 owner), when known" })),
+  holderOwner: Type.Optional(Type.String({ description: "the holding session's owner, when known" })),
 });
 export type WaitEdge = Static<typeof WaitEdgeSchema>;
 
@@ -72,13 +74,13 @@ export type BrokenDeadlock = Static<typeof BrokenDeadlockSchema>;
 
 export const WaitGraphSchema = strictObject(
   {
-    scope: Type.Literal('instance'),
+    scope: StringEnum(['instance', 'fleet'], "`fleet`: every instance's recorded waits (stores with fleet wait state); `instance`: this one's"),
     items: Type.Array(WaitEdgeSchema),
     cycles: Type.Array(Type.Array(SessionIdSchema), { description: 'the sessions of each wait-for cycle (deadlock)' }),
     broken: Type.Array(BrokenDeadlockSchema, {
       description: 'cycles broken lately by answering their youngest wait DEADLOCK_DETECTED, newest first (this instance, at most 20)',
     }),
   },
-  'A7w: the wait-for graph as this instance holds it, and the deadlocks it broke lately.',
+  'A7w: the wait-for graph (fleet-wide where the store keeps fleet wait state), and the deadlocks this instance broke lately.',
 );
 export type WaitGraph = Static<typeof WaitGraphSchema>;

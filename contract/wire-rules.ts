@@ -74,7 +74,7 @@ export const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;
  * every bidirectional control (U+061C, U+200E/F, U+202A–U+202E, U+2066–U+2069), variation
  * selectors, Hangul fillers, tag characters. Two keys differing only in these look alike.
  */
-const INVISIBLE = /\p{Default_Ignorable_Code_Point}/u;
+export const INVISIBLE_CHARACTER = /\p{Default_Ignorable_Code_Point}/u;
 
 export type KeyCheck = { ok: true; key: string } | { ok: false; problem: string };
 
@@ -90,7 +90,7 @@ export function checkLockKey(key: string): KeyCheck {
   }
   if (LONE_SURROGATE.test(key)) return { ok: false, problem: 'lock key must be valid UTF-8 (it holds a lone UTF-16 surrogate)' };
   if (CONTROL_CHARACTER.test(key)) return { ok: false, problem: 'lock key must not contain control characters' };
-  const invisible = INVISIBLE.exec(key);
+  const invisible = INVISIBLE_CHARACTER.exec(key);
   if (invisible) {
     return {
       ok: false,

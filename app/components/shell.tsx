@@ -12,6 +12,7 @@ import { HistoryProvider } from './history';
 const NAV = [
   { href: '/', label: 'Overview' },
   { href: '/locks', label: 'Locks' },
+  { href: '/leaders', label: 'Leaders' },
   { href: '/contention', label: 'Contention' },
   { href: '/waits', label: 'Waits' },
   { href: '/sessions', label: 'Sessions' },

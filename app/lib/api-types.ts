@@ -6,7 +6,9 @@
 export type {
   AuditEntry,
   FencingToken,
+  LockHolder,
   LockInfo,
+  LockMode,
   LockOutcome,
   Page,
   SessionInfo,

@@ -28,6 +28,8 @@ export interface LockInsightOptions {
 
 /** Broken cycles the waits view keeps (per instance, newest first). */
 const BROKEN_DEADLOCKS_KEPT = 20;
+/** The most edges A7w reads from the fleet wait state (the oldest waits first). */
+const WAIT_GRAPH_EDGES = 500;
 
 /** How an ended grant is told apart in the history and in lock_hold_seconds. */
 export interface GrantEnd {
@@ -136,9 +138,24 @@ export class LockInsight {
     if (this.broken.length > BROKEN_DEADLOCKS_KEPT) this.broken.length = BROKEN_DEADLOCKS_KEPT;
   }
 
-  waitGraph(): WaitGraph {
-    const items = this.waiters.snapshot();
-    return { scope: 'instance', items, cycles: findCycles(items), broken: [...this.broken] };
+  /**
+   * A7w: every instance's recorded waits, with owners, where the store keeps fleet wait state (the
+   * edges the deadlock detector reads); else this instance's. The deadlocks broken are this instance's.
+   */
+  async waitGraph(): Promise<WaitGraph> {
+    const fleet = this.store.fleet;
+    if (!fleet) {
+      const items = this.waiters.snapshot();
+      return { scope: 'instance', items, cycles: findCycles(items), broken: [...this.broken] };
+    }
+    const items = (await fleet.waitForEdges(WAIT_GRAPH_EDGES)).map((edge) => ({
+      waiterSessionId: edge.sessionId,
+      key: edge.key,
+      holderSessionId: edge.holderSessionId,
+      ...(edge.owner !== undefined ? { waiterOwner: edge.owner } : {}),
+      ...(edge.holderOwner !== undefined ? { holderOwner: edge.holderOwner } : {}),
+    }));
+    return { scope: 'fleet', items, cycles: findCycles(items), broken: [...this.broken] };
   }
 
   /** This instance's recent events of `key` and the store's audit entries about it, both newest first. */

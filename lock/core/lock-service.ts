@@ -16,6 +16,7 @@ import type { FleetCoordinator } from './fleet.js';
 import type { Handoffs } from './handoffs.js';
 import type { ContendedKey, LockInsight } from './insight.js';
 import type { LockPolicies } from './lock-policies.js';
+import { handedGrant, toGrant } from './grants.js';
 import type { LockReads } from './lock-reads.js';
 import type { LockWatches } from './lock-watches.js';
 import { wireServiceParts, type LockServiceOptions } from './service-parts.js';
@@ -160,12 +161,8 @@ export class LockService {
   ): Promise<LockGrant> {
     // Before anything is tried, charged or recorded: a scoped session's reach, the key's policy.
     await this.scopes?.check(req.session, req.key);
-    const attempt = {
-      key: req.key,
-      session: req.session,
-      ttlMillis: this.policies.acquireTtl(req.key, req.ttlMillis),
-      ...(req.value !== undefined ? { value: req.value } : {}),
-    };
+    const { key, session, value } = req;
+    const attempt = { key, session, ttlMillis: this.policies.acquireTtl(key, req.ttlMillis), ...(value !== undefined ? { value } : {}) };
     const who = { key: req.key, sessionId: req.session.sessionId };
     // The budget is of contended attempts: a free key is granted whatever the budget says.
     if (req.waitMillis <= 0) {
@@ -394,17 +391,4 @@ export class LockService {
     }
     return grant;
   }
-}
-
-function toGrant(lock: HeldLock): LockGrant {
-  const { owner: _owner, ...grant } = lock;
-  return grant;
-}
-
-/**
- * A grant a release handed this wait carries the wait's own value (stored with it in the releasing
- * statement); the handoff's announcement leaves it out, so the wait fills in what it asked for.
- */
-function handedGrant(lock: HeldLock, value: string | undefined): LockGrant {
-  return { ...toGrant(lock), ...(lock.value === undefined && value !== undefined ? { value } : {}) };
 }

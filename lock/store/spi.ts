@@ -27,6 +27,11 @@
  *   sealer's current key in the same transaction; pruneAudit deletes only the oldest run, moves
  *   the checkpoint and appends its own entry in one transaction (conformance: audit-retention-suite.ts).
  * - A backend that cannot take writes (or cannot be reached in time) throws NotLeaderError.
+ * - Values (issue 23): a new grant stores AcquireAttempt.value in the grant's own write; a new token
+ *   never carries the previous holder's value (SQL: a trigger clears it whoever writes the token);
+ *   renew with `value` (a proclaim) replaces it in the renew's own write, same token; an existing
+ *   grant answers its own value; a grant handed to a recorded wait carries that wait's value
+ *   (conformance: values-suite.ts).
  *
  * Waiting for a release is an optional capability of a store (`releaseWaiter`, or
  * `releaseFeed`); so is the fleet-wide wait state (`fleet`). Each is a property fixed when the
@@ -279,6 +284,9 @@ export interface WaitEdge {
   startedAt: number;
   /** Already chosen as a deadlock victim, not yet answered. */
   victim: boolean;
+  /** Owners for the operator's view (waitForEdges answers them; resolveDeadlocks need not). */
+  owner?: string;
+  holderOwner?: string;
 }
 
 /** A wait chosen to answer DEADLOCK_DETECTED, with the cycle it closed. */

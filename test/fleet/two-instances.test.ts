@@ -12,9 +12,9 @@ import { waitOutcomeCount } from '../support/metrics.js';
 import { FLEET_STORES, startPair } from '../support/fleet-pair.js';
 import { sharedPostgres, type TestServer } from '../support/server.js';
 
-async function session(server: TestServer) {
+async function session(server: TestServer, owner = 'fleet-test') {
   const client = httpClient(server.url);
-  const opened = await client.openSession({ ttlMillis: 30_000 });
+  const opened = await client.openSession({ ttlMillis: 30_000, owner });
   expect(opened.status).toBe(201);
   return { client, sessionId: opened.body.sessionId as string };
 }
@@ -31,8 +31,8 @@ describe.each(FLEET_STORES)('two instances on one %s', (store) => {
   });
 
   it('a waiter parked on B is woken by a release answered by A; both count it while it waits', async () => {
-    const holder = await session(a);
-    const waiter = await session(b);
+    const holder = await session(a, 'fleet-holder');
+    const waiter = await session(b, 'fleet-waiter');
     const granted = await holder.client.acquire('handoff', { sessionId: holder.sessionId });
     expect(granted.status).toBe(200);
     const registry = b.running.service.waiters;
@@ -54,6 +54,12 @@ describe.each(FLEET_STORES)('two instances on one %s', (store) => {
     expect(byAge.body.items[0].waiterCount).toBe(1);
     expect((await holder.client.admin(a.viewerToken).summary()).body.waiters).toBe(1);
     expect(a.running.service.waiters.total()).toBe(0);
+    // …and so does A7w, the wait-for graph, with both owners (issue 23: the console's /waits page).
+    const graph = await holder.client.call('GET', '/v1/admin/waits', undefined, { authorization: `Bearer ${a.viewerToken}` });
+    expect(graph.body).toMatchObject({
+      scope: 'fleet',
+      items: [{ waiterSessionId: waiter.sessionId, key: 'handoff', holderSessionId: holder.sessionId, waiterOwner: 'fleet-waiter', holderOwner: 'fleet-holder' }],
+    });
 
     const released = await holder.client.release('handoff', { sessionId: holder.sessionId, fencingToken: granted.body.fencingToken });
     expect(released.status).toBe(200);

@@ -116,7 +116,7 @@ describe.each(STORES)('insight routes on %s', (storeName) => {
     expect((await get('/v1/admin/locks/insight%2Fnever/history', server.viewerToken)).body).toEqual({ key: 'insight/never', items: [], audit: [] });
   });
 
-  test('waits: a waiting acquire shows as waiter → key → holder, with no cycle', async () => {
+  test('waits: a waiting acquire shows as waiter → key → holder, with their owners and no cycle (from the fleet wait state)', async () => {
     const holder = await open('w-holder');
     const waiter = await open('w-waiter');
     const grant = (await api.acquire('insight/wait', { sessionId: holder })).body;
@@ -125,7 +125,12 @@ describe.each(STORES)('insight routes on %s', (storeName) => {
       const answer = await get('/v1/admin/waits', server.viewerToken);
       return answer.body.items.some((w: any) => w.holderSessionId === holder) ? answer.body : null;
     });
-    expect(graph).toEqual({ scope: 'instance', items: [{ waiterSessionId: waiter, key: 'insight/wait', holderSessionId: holder }], cycles: [], broken: [] });
+    expect(graph).toEqual({
+      scope: 'fleet',
+      items: [{ waiterSessionId: waiter, key: 'insight/wait', holderSessionId: holder, waiterOwner: 'w-waiter', holderOwner: 'w-holder' }],
+      cycles: [],
+      broken: [],
+    });
     await api.release('insight/wait', { sessionId: holder, fencingToken: grant.fencingToken });
     expect((await waiting).status).toBe(200);
     expect((await get('/v1/admin/waits', server.viewerToken)).body.items).toEqual([]);

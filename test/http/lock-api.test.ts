@@ -74,7 +74,8 @@ describe.each(STORES)('lock API on %s', (storeName) => {
     const key = freshKey();
     const first = await api.acquire(key, { sessionId: session.sessionId, ttlMillis: 20000 });
     expect(first.status).toBe(200);
-    expect(Object.keys(first.body).sort()).toEqual(['expiresAt', 'fencingToken', 'grantedAt', 'key', 'sessionId', 'ttlMillis']);
+    expect(Object.keys(first.body).sort()).toEqual(['expiresAt', 'fencingToken', 'grantedAt', 'key', 'limit', 'mode', 'sessionId', 'ttlMillis']);
+    expect(first.body).toMatchObject({ mode: 'exclusive', limit: 1 });
     expect(first.body.key).toBe(key);
     expect(first.body.fencingToken).toMatch(/^[1-9][0-9]*$/);
     expect(first.body.expiresAt - first.body.grantedAt).toBe(20000);
@@ -95,7 +96,7 @@ describe.each(STORES)('lock API on %s', (storeName) => {
     const released = await api.release(key, { sessionId: session.sessionId, fencingToken: grant.fencingToken });
     expect(released.status).toBe(200);
     expect(released.body).toEqual({ key, released: true });
-    expect((await api.read(key)).body).toEqual({ key, held: false, waiterCount: 0 });
+    expect((await api.read(key)).body).toEqual({ key, held: false, holders: [], waiterCount: 0 });
     expectError(await api.release(key, { sessionId: session.sessionId, fencingToken: grant.fencingToken }), 409, 'LOCK_LOST');
   });
 

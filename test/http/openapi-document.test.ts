@@ -134,6 +134,7 @@ describe('a real server against the document', () => {
     await expectStatus('renew', api.renew('tour/a b/ü', { sessionId: holder.sessionId, fencingToken: grant.fencingToken }), 200);
     await expectStatus('readLock', api.read('tour/a b/ü'), 200);
     await expectStatus('readLock', api.read('tour/free'), 200);
+    await expectStatus('watchLock', api.watch('tour/a b/ü', `?after=${grant.fencingToken}&waitMillis=10`), 200);
 
     // A wait in progress (A7w) and a contended attempt (A7) on the held key.
     const waiting = api.acquire('tour/a b/ü', { sessionId: waiter, waitMillis: 5_000 });
@@ -179,7 +180,7 @@ describe('a real server against the document', () => {
 
 describe('the answer check (test/support/openapi.ts) fails what the document does not allow', () => {
   const checker = openApiChecker();
-  const grant = { key: 'k', sessionId: 's_1', fencingToken: '7', ttlMillis: 30000, grantedAt: 1, expiresAt: 30001 };
+  const grant = { key: 'k', sessionId: 's_1', fencingToken: '7', ttlMillis: 30000, grantedAt: 1, expiresAt: 30001, mode: 'exclusive', limit: 1 };
   const json = 'application/json; charset=utf-8';
   const errorText = (code: string, retryable: boolean) => JSON.stringify({ error: { code, message: 'm', retryable } });
 

@@ -9,6 +9,7 @@ import { usePathname, useSearchParams } from 'next/navigation';
 import { useEffect, useMemo, useState } from 'react';
 import type { LockPolicy } from '../../../contract/policies';
 import type { LockInfo, Page } from '../../lib/api-types';
+import { holdersOfLimit, lockKind } from '../../lib/lock-holders';
 import { NO_POLICY, serverPrefix, underPolicy, type PolicyChoice } from '../../lib/policy-filter';
 import { getJson } from '../../lib/client/api';
 import { useCanAct } from '../../components/identity';
@@ -156,7 +157,8 @@ export function LocksView() {
       <p className="legend muted">
         <span className="badge badge-warn">waiters</span> someone is queued for the lock ·{' '}
         <span className="badge badge-bad">long-held</span> held over {LONG_HELD_MILLIS / 60_000} min ·{' '}
-        <span className="age age-warn">age</span> over {AGE_WARN_MILLIS / 60_000} min · TTL counts down live
+        <span className="age age-warn">age</span> over {AGE_WARN_MILLIS / 60_000} min · TTL counts down live ·
+        Holders is holders/limit; owner, session, token and times are the first holder&apos;s (lowest token)
       </p>
       {query.isError ? <ErrorState error={query.error} what="locks" /> : null}
       {query.isPending && asked !== undefined ? <Loading what="locks" /> : null}
@@ -177,6 +179,10 @@ export function LocksView() {
             <thead>
               <tr>
                 <th scope="col">Key</th>
+                <th scope="col">Kind</th>
+                <th scope="col" className="num" title="holders / limit">
+                  Holders
+                </th>
                 <th scope="col">Owner</th>
                 <th scope="col">Session</th>
                 <th scope="col" className="num">
@@ -225,6 +231,7 @@ export function LocksView() {
   );
 }
 
+/** One held lock; its owner, session, token and times are the lowest-token holder's (LockInfo's single-holder fields). */
 function LockRow({ lock, now, canAct, onRevoke }: { lock: LockInfo; now: number; canAct: boolean; onRevoke(): void }) {
   const age = lock.grantedAt ? now - lock.grantedAt : 0;
   const longHeld = age > LONG_HELD_MILLIS;
@@ -234,6 +241,12 @@ function LockRow({ lock, now, canAct, onRevoke }: { lock: LockInfo; now: number;
       <td className="mono key-cell">
         <Link href={`/locks/${encodeURIComponent(lock.key)}`}>{lock.key}</Link>
         {longHeld ? <span className="badge badge-bad">long-held</span> : null}
+      </td>
+      <td className="kind" data-testid="lock-kind">
+        {lockKind(lock)}
+      </td>
+      <td className="mono num" data-testid="lock-holders">
+        {holdersOfLimit(lock)}
       </td>
       <td>{lock.owner || <span className="muted">—</span>}</td>
       <td className="mono session-cell">{lock.sessionId ?? '—'}</td>

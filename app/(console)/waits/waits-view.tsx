@@ -5,7 +5,8 @@
  * (deadlock) in red, and the cycles broken lately. The fleet breaks a cycle within
  * about a second by answering its youngest wait DEADLOCK_DETECTED, so a live cycle is
  * rarely on screen; the broken ones say which sessions and keys were caught and who
- * gave way. This is the answering server instance's waits.
+ * gave way. The waits are the fleet's (every instance sharing the store, read from the store's wait state),
+ * each session named by its owner; the deadlocks broken are the answering instance's.
  */
 import Link from 'next/link';
 import { useWaitGraph } from '../../components/insight-queries';
@@ -23,7 +24,7 @@ export function WaitsView() {
         <LiveControl updatedAt={graph.dataUpdatedAt} fetching={graph.isFetching} failing={graph.isError} />
       </div>
       <p className="legend muted">
-        Acquires waiting on this server instance for a key another session holds. An arrow goes from the waiting session to the
+        Acquires waiting for a key another session holds, on {data?.scope === 'instance' ? 'this server instance' : 'every server instance sharing the store'}. An arrow goes from the waiting session to the
         holder; a cycle of arrows (in red) is a deadlock: none of its sessions can get what it waits for until one gives up.
         Holdfast breaks a deadlock by answering the youngest wait in it <code>409 DEADLOCK_DETECTED</code> (it keeps what it
         holds); those are listed below.
@@ -77,11 +78,15 @@ export function WaitsView() {
               <tbody>
                 {data.items.map((w, i) => (
                   <tr key={`${w.waiterSessionId}-${w.key}-${i}`} data-testid="wait-row">
-                    <td className="mono session-cell">{w.waiterSessionId}</td>
+                    <td className="session-cell">
+                      <SessionName sessionId={w.waiterSessionId} owner={w.waiterOwner} />
+                    </td>
                     <td className="mono key-cell">
                       <Link href={`/locks/${encodeURIComponent(w.key)}`}>{w.key}</Link>
                     </td>
-                    <td className="mono session-cell">{w.holderSessionId ?? <span className="muted">(not seen yet)</span>}</td>
+                    <td className="session-cell">
+                      {w.holderSessionId ? <SessionName sessionId={w.holderSessionId} owner={w.holderOwner} /> : <span className="muted">(not seen yet)</span>}
+                    </td>
                   </tr>
                 ))}
               </tbody>
@@ -89,6 +94,16 @@ export function WaitsView() {
           </div>
         </div>
       ) : null}
+    </>
+  );
+}
+
+/** A session as its owner (what people recognise) over its id (what the CLI and logs name). */
+function SessionName({ sessionId, owner }: { sessionId: string; owner: string | undefined }) {
+  return (
+    <>
+      {owner !== undefined ? <span data-testid="session-owner">{owner}</span> : null}
+      <div className="mono muted">{sessionId}</div>
     </>
   );
 }

@@ -33,8 +33,16 @@ export class DeadlockVerdicts {
     private readonly instanceLeases: ReadonlyMap<string, string>,
   ) {}
 
+  /** With owners (the operator's view): the holder's from its lock record, the waiter's from its session. */
   async waitForEdges(limit: number): Promise<WaitEdge[]> {
-    return (await this.readEdges(limit)).map((e) => e.edge);
+    const edges = (await this.readEdges(limit)).map((e) => e.edge);
+    const waiting = [...new Set(edges.map((e) => e.sessionId))];
+    const sessions = await Promise.all(waiting.map((sessionId) => this.ctx.knownSession(sessionId).catch(() => null)));
+    const owners = new Map(waiting.map((sessionId, i) => [sessionId, sessions[i]?.session.owner]));
+    return edges.map((edge) => {
+      const owner = owners.get(edge.sessionId);
+      return owner !== undefined ? { ...edge, owner } : edge;
+    });
   }
 
   async resolveDeadlocks(limit: number, decide: (edges: readonly WaitEdge[]) => DeadlockVerdict[]): Promise<DeadlockVerdict[] | null> {
@@ -145,6 +153,7 @@ export class DeadlockVerdicts {
           instanceId: wait.stored.instanceId,
           startedAt: Number(wait.createRevision),
           victim: verdicts.has(`${wait.stored.instanceId}\0${wait.stored.waitId}`),
+          holderOwner: stored.owner,
         },
         wait,
         lockKey: this.ctx.keys.lock(wait.stored.key),

@@ -38,7 +38,8 @@ const LIVE_WAIT = (w: string, now: string) =>
 const EDGES = (onlyUnresolved: boolean) => `
   WITH n AS (SELECT holdfast_now_ms() AS now)
   SELECT w.wait_id, w.session_id, w.key, w.instance_id, w.started_at, w.victim_cycle IS NOT NULL AS victim,
-         l.session_id AS holder_session_id
+         l.session_id AS holder_session_id, l.owner AS holder_owner,
+         (SELECT ws.owner FROM holdfast_sessions ws WHERE ws.session_id = w.session_id) AS owner
   FROM holdfast_waiters w CROSS JOIN n
   JOIN holdfast_locks l ON l.key = w.key
   WHERE ${LIVE_WAIT('w', 'n.now')}
@@ -261,5 +262,7 @@ function toEdge(r: Row): WaitEdge {
     instanceId: String(r.instance_id),
     startedAt: Number(r.started_at),
     victim: r.victim === true,
+    ...(r.owner !== null && r.owner !== undefined ? { owner: String(r.owner) } : {}),
+    ...(r.holder_owner !== null && r.holder_owner !== undefined ? { holderOwner: String(r.holder_owner) } : {}),
   };
 }

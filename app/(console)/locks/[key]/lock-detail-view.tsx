@@ -1,15 +1,17 @@
 'use client';
-/** One lock: who holds it now (L7), its recent grants and ends, and every admin action ever taken on the key. */
+/** One lock: every holder now, with its token and value (L7), its recent grants and ends, and every admin action ever taken on the key. */
 import Link from 'next/link';
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
-import type { AuditEntry, LockInfo, Page } from '../../../lib/api-types';
+import type { AuditEntry, LockHolder, LockInfo, Page } from '../../../lib/api-types';
+import { holdersOf, holdersOfLimit, lockKind } from '../../../lib/lock-holders';
 import { getJson } from '../../../lib/client/api';
 import { formatAbsolute, formatDuration } from '../../../lib/format';
 import { AuditTable } from '../../../components/audit-table';
 import { useCanAct } from '../../../components/identity';
 import { LiveControl, useLive, useNow } from '../../../components/live';
 import { Empty, ErrorState, Loading } from '../../../components/query-state';
+import { LockValue } from '../../../components/lock-value';
 import { RevokeDialog } from '../../../components/revoke-dialog';
 import { TtlCountdown } from '../../../components/ttl';
 import { KeyHistory } from './key-history';
@@ -42,7 +44,7 @@ export function LockDetailView({ lockKey }: { lockKey: string }) {
       {lock.isError ? <ErrorState error={lock.error} what="this lock" /> : null}
       {lock.isPending ? <Loading what="this lock" /> : null}
       {info ? (
-        <section className="card" aria-label="Current holder" data-testid="lock-detail">
+        <section className="card" aria-label="Current holders" data-testid="lock-detail">
           {info.held ? (
             <>
               <dl className="facts">
@@ -51,36 +53,25 @@ export function LockDetailView({ lockKey }: { lockKey: string }) {
                   <span className="badge badge-ok">held</span>
                   {info.waiterCount > 0 ? <span className="badge badge-warn">{info.waiterCount} waiting</span> : null}
                 </dd>
-                <dt>Owner</dt>
-                <dd>{info.owner || '—'}</dd>
-                <dt>Session</dt>
-                <dd className="mono">{info.sessionId}</dd>
-                <dt>Fencing token</dt>
-                <dd className="mono" data-testid="detail-token">
-                  {info.fencingToken}
-                </dd>
-                <dt>Granted</dt>
-                <dd>{info.grantedAt ? `${formatAbsolute(info.grantedAt)} (held for ${formatDuration(now - info.grantedAt)})` : '—'}</dd>
-                <dt>Expires</dt>
-                <dd>
-                  {info.expiresAt ? (
-                    <>
-                      {formatAbsolute(info.expiresAt)} (<TtlCountdown expiresAt={info.expiresAt} now={now} /> left unless renewed)
-                    </>
-                  ) : (
-                    '—'
-                  )}
+                <dt>Kind</dt>
+                <dd data-testid="detail-kind">{lockKind(info)}</dd>
+                <dt>Holders</dt>
+                <dd className="mono" data-testid="detail-holders">
+                  {holdersOfLimit(info)}
                 </dd>
               </dl>
-              <button
-                type="button"
-                className="button danger-outline"
-                disabled={!canAct}
-                onClick={() => setRevoking(info)}
-                title={canAct ? undefined : 'Viewers cannot revoke; sign in with an operator token'}
-              >
-                Force-revoke…
-              </button>
+              <HolderTable holders={holdersOf(info)} now={now} />
+              <p>
+                <button
+                  type="button"
+                  className="button danger-outline"
+                  disabled={!canAct}
+                  onClick={() => setRevoking(info)}
+                  title={canAct ? undefined : 'Viewers cannot revoke; sign in with an operator token'}
+                >
+                  Force-revoke…
+                </button>
+              </p>
             </>
           ) : (
             <p data-testid="lock-free">
@@ -98,5 +89,62 @@ export function LockDetailView({ lockKey }: { lockKey: string }) {
       {audit.data && audit.data.items.length > 0 ? <AuditTable items={audit.data.items} now={now} /> : null}
       {revoking ? <RevokeDialog lock={revoking} onClose={() => setRevoking(null)} /> : null}
     </>
+  );
+}
+
+/**
+ * Every holder, lowest token first. Force-revoke names the first one (LockInfo's single-holder
+ * fields), so its token keeps the page's `detail-token` mark.
+ */
+function HolderTable({ holders, now }: { holders: LockHolder[]; now: number }) {
+  return (
+    <div className="table-wrap">
+      <table className="table" data-testid="holders-table">
+        <thead>
+          <tr>
+            <th scope="col">Session</th>
+            <th scope="col">Owner</th>
+            <th scope="col" className="num">
+              Fencing token
+            </th>
+            <th scope="col">Granted</th>
+            <th scope="col">Expires</th>
+            <th scope="col">Value</th>
+          </tr>
+        </thead>
+        <tbody>
+          {holders.map((holder, i) => (
+            <tr key={holder.fencingToken} data-testid="holder-row" data-token={holder.fencingToken} data-session={holder.sessionId}>
+              <td className="mono session-cell">{holder.sessionId}</td>
+              <td>{holder.owner || <span className="muted">—</span>}</td>
+              <td className="mono num" data-testid={i === 0 ? 'detail-token' : 'holder-token'}>
+                {holder.fencingToken}
+              </td>
+              <td>
+                {holder.grantedAt ? (
+                  <>
+                    {formatAbsolute(holder.grantedAt)} <span className="muted">(held for {formatDuration(now - holder.grantedAt)})</span>
+                  </>
+                ) : (
+                  '—'
+                )}
+              </td>
+              <td>
+                {holder.expiresAt ? (
+                  <>
+                    {formatAbsolute(holder.expiresAt)} <span className="muted">(<TtlCountdown expiresAt={holder.expiresAt} now={now} /> left unless renewed)</span>
+                  </>
+                ) : (
+                  '—'
+                )}
+              </td>
+              <td>
+                <LockValue value={holder.value} />
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
   );
 }

@@ -1,0 +1,16 @@
+/** Grants as core answers them (LockGrant: a held lock without its owner). */
+import type { LockGrant } from '../../contract/records.js';
+import type { HeldLock } from '../store/spi.js';
+
+export function toGrant(lock: HeldLock): LockGrant {
+  const { owner: _owner, ...grant } = lock;
+  return grant;
+}
+
+/**
+ * A grant a release handed this wait carries the wait's own value (stored with it in the releasing
+ * statement); the handoff's announcement leaves it out, so the wait fills in what it asked for.
+ */
+export function handedGrant(lock: HeldLock, value: string | undefined): LockGrant {
+  return { ...toGrant(lock), ...(lock.value === undefined && value !== undefined ? { value } : {}) };
+}
