@@ -26,12 +26,12 @@ import {
   ValidationError,
   type SessionLossCause,
 } from './errors.js';
-import { HeldLock, type LockHandle } from './handle.js';
+import { HeldLock, type LockHandle, type Proclaimer } from './handle.js';
 import { HeartbeatScheduler } from './heartbeat.js';
 import { canonicalKeyOrder, validateKey } from './keys.js';
 import { campaignRound, campaignUntilElected, Leadership, type CampaignOptions } from './leadership.js';
 import { AcquirePolicy, type AcquirePolicyInit } from './policy.js';
-import { sendProclaim } from './proclaim.js';
+import { sendProclaim, type ProclaimContext } from './proclaim.js';
 import { startRenewer } from './renewer.js';
 import { conservativeDeadline, type ClientRuntime } from './runtime.js';
 import { retryTransient, SHORT_BUDGET } from './transient.js';
@@ -71,6 +71,8 @@ export class LockSession {
   readonly #unanswered = new Map<string, number>();
   readonly #controller = new AbortController();
   readonly #heartbeat: HeartbeatScheduler;
+  /** How this session's handles send `proclaim` (L5 with a value, with the session's token). */
+  readonly #proclaim: Proclaimer;
   #state: SessionState = 'open';
   #lossCause: SessionLossCause = 'not_found';
   #backend: BackendLabel | undefined;
@@ -95,6 +97,18 @@ export class LockSession {
       onLost: (cause) => this.#lose(cause),
     });
     this.#heartbeat.start();
+    const { api, clock, random, safetyMarginMillis } = rt;
+    const proclaimContext: ProclaimContext = {
+      api,
+      clock,
+      random,
+      safetyMarginMillis,
+      sessionId: opened.sessionId,
+      sessionToken: opened.sessionToken,
+      assertUsable: () => this.#assertUsable(),
+      onSessionRefused: (cause) => this.#lose(cause),
+    };
+    this.#proclaim = (lock, value) => sendProclaim(proclaimContext, lock, value);
   }
 
   /** True once the session was declared lost; every handle of it is lost too. */
@@ -413,22 +427,7 @@ export class LockSession {
   /** Turn a vetted grant into a held lock with its conservative deadline. */
   #adopt(key: string, grant: LockGrant, expiresAt: number): LockHandle {
     this.#assertUsable(); // a grant that arrives after the session died vouches for nothing
-    const held = new HeldLock(key, grant.fencingToken, grant.ttlMillis, expiresAt, this.#rt.clock, grant.value, (lock, value) =>
-      sendProclaim(
-        {
-          api: this.#rt.api,
-          clock: this.#rt.clock,
-          random: this.#rt.random,
-          sessionId: this.sessionId,
-          sessionToken: this.#sessionToken,
-          safetyMarginMillis: this.#rt.safetyMarginMillis,
-          assertUsable: () => this.#assertUsable(),
-          onSessionRefused: (cause) => this.#lose(cause),
-        },
-        lock,
-        value,
-      ),
-    );
+    const held = new HeldLock(key, grant.fencingToken, grant.ttlMillis, expiresAt, this.#rt.clock, grant.value, this.#proclaim);
     this.#held.set(key, held);
     return held.handle;
   }
