@@ -106,7 +106,8 @@ export class LockApi {
    * (absent: answer now), or after `waitMillis` with the unchanged state. L7's access: the client token.
    */
   watchLock(key: string, after: FencingToken | undefined, waitMillis: number, signal?: AbortSignal): Promise<ApiResult<LockInfo>> {
-    const query = `${after === undefined ? '' : `after=${after}&`}waitMillis=${waitMillis}`;
+    // A free key seen last (`after` 0) is waited out, not answered at once (L8's `untilHeld` extension).
+    const query = `${after === undefined ? '' : `after=${after}&`}${after === '0' ? 'untilHeld=true&' : ''}waitMillis=${waitMillis}`;
     const path = `/v1/locks/${encodeURIComponent(key)}/watch?${query}`;
     return this.call('GET', path, undefined, signal, this.#clientToken, 200, isLockInfo);
   }

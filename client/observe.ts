@@ -15,10 +15,10 @@
  *   value shows with the next answer, at the latest `waitMillis` later.
  * - An answer older than one already seen (a token below the last) is not
  *   yielded: items come in term order.
- * - A free key cannot be parked on under C3 L8 as pinned (`after=0` answers at
- *   once): an answer that comes back early with nothing new is followed by a
- *   backoff delay before the next poll, so watching a free key polls, bounded,
- *   instead of spinning.
+ * - A free key seen last is waited out with L8's `untilHeld` extension (as
+ *   pinned, `after=0` answers at once); an answer that still comes back early
+ *   with nothing new is followed by a backoff delay before the next poll, so
+ *   nothing spins.
  * - Polls are made only while the consumer waits in `next()`. It ends (done)
  *   when `signal` aborts or the consumer returns (a `break` out of `for await`),
  *   aborting a poll in flight; a 4xx it cannot retry (400, 401, 403) is thrown

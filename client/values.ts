@@ -7,7 +7,7 @@
  * leader's late writes.
  */
 import { ValidationError } from './errors.js';
-import type { FencingToken, LockGrant, LockInfo } from './wire.js';
+import { MAX_LOCK_VALUE_BYTES, type FencingToken, type LockGrant, type LockInfo } from './wire.js';
 
 /** The current leader of an election key, as `client.observe` yields it. */
 export interface Leader {
@@ -18,13 +18,12 @@ export interface Leader {
   term: FencingToken;
 }
 
-/**
- * A lock value must be a string (ValidationError, nothing sent). Its size limit is the server's
- * (contract C3: ≤ 4096 bytes of UTF-8), answered 400 and thrown as ValidationError: the SDK does
- * not restate a wire rule that contract/ keeps outside its SDK-bundled rules.
- */
+/** A lock value is a string of at most MAX_LOCK_VALUE_BYTES of UTF-8 (contract C3): else ValidationError, nothing sent. */
 export function validateValue(value: unknown): string {
   if (typeof value !== 'string') throw new ValidationError(`a lock value must be a string, got ${typeof value}`);
+  if (new TextEncoder().encode(value).length > MAX_LOCK_VALUE_BYTES) {
+    throw new ValidationError(`a lock value must be at most ${MAX_LOCK_VALUE_BYTES} bytes of UTF-8`);
+  }
   return value;
 }
 

@@ -7,10 +7,10 @@
  * import; the console imports these types only (no runtime code).
  */
 import { Type, type Static, type TSchema } from 'typebox';
-import { BACKENDS, FENCING_TOKEN_PATTERN, SESSION_ID_PATTERN, compareFencingTokens } from './wire-rules.js';
+import { BACKENDS, FENCING_TOKEN_PATTERN, MAX_LOCK_VALUE_BYTES, SESSION_ID_PATTERN, compareFencingTokens } from './wire-rules.js';
 
 // The patterns and limits are wire-rules.ts's (no schema library there, so the SDK bundles it alone).
-export { BACKENDS, FENCING_TOKEN_PATTERN, SESSION_ID_PATTERN, type BackendName } from './wire-rules.js';
+export { BACKENDS, FENCING_TOKEN_PATTERN, MAX_LOCK_VALUE_BYTES, SESSION_ID_PATTERN, type BackendName } from './wire-rules.js';
 
 /**
  * The records the SDK hands its callers are written out as interfaces too, so its bundled
@@ -39,8 +39,6 @@ export const BackendNameSchema = StringEnum(BACKENDS);
 /** How a key is held (v3): `exclusive` (a mutex, or a semaphore when `limit` > 1) or `shared`. */
 export const LOCK_MODES = ['exclusive', 'shared'] as const;
 export type LockMode = (typeof LOCK_MODES)[number];
-/** A holder's value (v3, a leader's address, ...): at most this many bytes of UTF-8. */
-export const MAX_LOCK_VALUE_BYTES = 4096;
 /** What every grant is until semaphores and shared mode land (issue 23, slice 2): one exclusive holder. */
 export const MUTEX = { mode: 'exclusive', limit: 1 } as const satisfies { mode: LockMode; limit: number };
 

@@ -45,6 +45,8 @@ export const SESSION_TTL_MILLIS = { min: 1_000, max: 300_000, default: 15_000 } 
 export const LOCK_TTL_MILLIS = { min: 1_000, max: 600_000, default: 30_000 } as const;
 /** L4 `waitMillis`: how long the server may wait for a release. */
 export const WAIT_MILLIS = { min: 0, max: 30_000, default: 0 } as const;
+/** A holder's value (v3, a leader's address, ...): at most this many bytes of UTF-8. */
+export const MAX_LOCK_VALUE_BYTES = 4096;
 /** L8 `waitMillis`: how long a watch may park before it answers the unchanged state. */
 export const WATCH_MILLIS = { min: 0, max: 60_000, default: 30_000 } as const;
 /** A lock key's length in UTF-8 bytes, after NFC normalisation. */

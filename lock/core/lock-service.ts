@@ -295,8 +295,8 @@ export class LockService {
   }
 
   /** L8 (lock-watches.ts): the key's state once its holder set differs from the one whose highest token is `after`, or at `waitMillis`. */
-  watchLock(key: string, after: FencingToken | undefined, waitMillis: number, signal?: AbortSignal): Promise<LockInfo> {
-    return this.watches.watch(key, after, waitMillis, signal);
+  watchLock(key: string, after: FencingToken | undefined, waitMillis: number, signal?: AbortSignal, untilHeld = false): Promise<LockInfo> {
+    return this.watches.watch(key, after, waitMillis, signal, untilHeld);
   }
 
   listLocks(query: { prefix?: string; limit: number; cursor?: string }): Promise<Page<LockInfo>> {

@@ -38,9 +38,12 @@ export class LockWatches {
     this.recheckMillis = deps.recheckMillis ?? WATCH_RECHECK_MILLIS;
   }
 
-  /** `after` absent or "0": the state now. `signal` ends the wait early (client gone, shutdown): the state then. */
-  async watch(key: string, after: FencingToken | undefined, waitMillis: number, signal?: AbortSignal): Promise<LockInfo> {
-    if (after === undefined || compareFencingTokens(after, '0') === 0) return this.deps.readLock(key);
+  /**
+   * `after` absent or "0": the state now — unless `untilHeld`, which waits out a free key ("0" is the
+   * empty holder set). `signal` ends the wait early (client gone, shutdown): the state then.
+   */
+  async watch(key: string, after: FencingToken | undefined, waitMillis: number, signal?: AbortSignal, untilHeld = false): Promise<LockInfo> {
+    if (after === undefined || (compareFencingTokens(after, '0') === 0 && !untilHeld)) return this.deps.readLock(key);
     const { clock } = this.deps;
     const deadline = clock.now() + waitMillis;
     for (;;) {

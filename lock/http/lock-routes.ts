@@ -107,8 +107,10 @@ export function registerLockRoutes(app: HttpApp, deps: LockRouteDeps): void {
   app.get('/v1/locks/:key/watch', { schema: routeSchemas.watchLock, config: { clientGate: true } }, async (request, reply) => {
     const key = keyOf(request);
     assertKeyInScope(request.scope, key);
-    const query = request.query as { after?: string; waitMillis?: string };
-    const after = query.after === undefined ? undefined : checkFencingToken(query.after, 'after');
+    const query = request.query as { after?: string; waitMillis?: string; untilHeld?: 'true' | 'false' };
+    // `untilHeld` (an extension of L8): a free key is a state to wait out, so `after` 0 parks too.
+    const after = query.after === undefined ? (query.untilHeld === 'true' ? '0' : undefined) : checkFencingToken(query.after, 'after');
+    const untilHeld = query.untilHeld === 'true';
     const waitMillis = parseMillis(query.waitMillis, WATCH_MILLIS, 'waitMillis');
     // A watch parks: the caller leaving or the server draining ends it (answered, or dropped with the socket).
     const stop = new AbortController();
@@ -119,7 +121,7 @@ export function registerLockRoutes(app: HttpApp, deps: LockRouteDeps): void {
     reply.raw.on('close', onClose);
     shutdownSignal.addEventListener('abort', onShutdown, { once: true });
     try {
-      return await service.watchLock(key, after, waitMillis, stop.signal);
+      return await service.watchLock(key, after, waitMillis, stop.signal, untilHeld);
     } finally {
       reply.raw.off('close', onClose);
       shutdownSignal.removeEventListener('abort', onShutdown);

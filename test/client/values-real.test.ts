@@ -44,7 +44,7 @@ describe.each(STORES)('values, proclaim and campaign on %s', (store) => {
       await session.release(handle);
       await session.release(handle);
       await expect(handle.proclaim('x')).rejects.toBeInstanceOf(ValidationError);
-      // Over the server's limit (4096 bytes of UTF-8): the server's 400, as a ValidationError.
+      // Over the limit (4096 bytes of UTF-8): refused before it is sent, as a ValidationError.
       await expect(session.acquire('values/b', { value: 'é'.repeat(2_049) })).rejects.toBeInstanceOf(ValidationError);
       await expect(session.acquire('values/b', { value: 42 as unknown as string })).rejects.toBeInstanceOf(ValidationError);
     } finally {

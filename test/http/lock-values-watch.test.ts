@@ -80,6 +80,19 @@ describe.each(STORES)('lock values and watches on %s', (store) => {
     expect((await parkedOnA).body).toMatchObject({ held: false, holders: [] });
   });
 
+  it('untilHeld (an extension): a watch of a free key parks until a grant through the other instance', async () => {
+    const key = 'values/until-held';
+    const parked = httpClient(b.url).watch(key, '?after=0&untilHeld=true&waitMillis=30000');
+    const holder = await session(a);
+    // The parked watch's row is registered before it reads: a grant made any time after the request was sent wakes it.
+    const granted = await holder.client.acquire(key, { sessionId: holder.sessionId, value: 'first leader' });
+    const answer = await parked;
+    expect(answer.body).toMatchObject({ held: true, fencingToken: granted.body.fencingToken, holders: [{ value: 'first leader' }] });
+    // Without it, `after=0` answers at once, as pinned.
+    const free = await httpClient(b.url).watch('values/until-held-free', '?after=0&waitMillis=30000');
+    expect(free.body).toMatchObject({ held: false });
+  });
+
   it('L8 answers the unchanged state at its waitMillis', async () => {
     const holder = await session(a);
     const held = await holder.client.acquire('values/quiet', { sessionId: holder.sessionId });

@@ -1,6 +1,6 @@
 /** L4–L7: acquire, renew, release and read a lock. */
 import { Type } from 'typebox';
-import { LockReleasedSchema, MAX_LOCK_VALUE_BYTES } from '../../../contract/records.js';
+import { LockReleasedSchema, MAX_LOCK_VALUE_BYTES, StringEnum } from '../../../contract/records.js';
 import { LOCK_TTL_MILLIS, WAIT_MILLIS, WATCH_MILLIS } from '../../../contract/wire-rules.js';
 import { ref } from './components.js';
 import { CLIENT_TOKEN, SESSION_TOKEN, errorResponses, json, keyParams, limitQuery, queryString, sessionId, strictObject, token } from './parts.js';
@@ -34,6 +34,9 @@ export const renewBody = strictObject({
 export const watchQuery = strictObject({
   after: queryString(19, 'the highest fencing token of the holder set last seen; absent or 0: answer at once'),
   waitMillis: limitQuery(WATCH_MILLIS, 'how long to park before answering the unchanged state, '),
+  untilHeld: Type.Optional(
+    StringEnum(['true', 'false'], 'extension: `true` with `after` absent or 0 parks while the key is free (answers once it is held, or at waitMillis)'),
+  ),
 });
 
 export const releaseBody = strictObject({ sessionId, fencingToken: token });
