@@ -7,7 +7,7 @@
  * leader's late writes.
  */
 import { ValidationError } from './errors.js';
-import { MAX_LOCK_VALUE_BYTES, type FencingToken, type LockGrant, type LockInfo } from './wire.js';
+import { highestHolderToken, MAX_LOCK_VALUE_BYTES, type FencingToken, type LockGrant, type LockInfo } from './wire.js';
 
 /** The current leader of an election key, as `client.observe` yields it. */
 export interface Leader {
@@ -34,8 +34,8 @@ export function grantValue(grant: LockGrant): string | undefined {
 
 /** The highest fencing token among the key's holders, "0" when free: what L8's `after` names. */
 export function highestToken(info: LockInfo): FencingToken {
-  const holders = info.holders ?? [];
-  if (holders.length > 0) return holders[holders.length - 1]!.fencingToken;
+  // A server from before v3 answers no `holders`: its one holder is the single-holder fields.
+  if (info.holders) return highestHolderToken(info.holders);
   return info.held && info.fencingToken !== undefined ? info.fencingToken : '0';
 }
 

@@ -31,6 +31,16 @@ export function compareFencingTokens(a: string, b: string): number {
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
+/**
+ * A holder set as L8 compares it (`after`): the highest token among the holders, "0" when there
+ * are none (tokens start at 1).
+ */
+export function highestHolderToken(holders: readonly { fencingToken: string }[]): string {
+  let highest = '0';
+  for (const holder of holders) if (compareFencingTokens(holder.fencingToken, highest) > 0) highest = holder.fencingToken;
+  return highest;
+}
+
 export const SESSION_ID_PATTERN = '^[A-Za-z0-9_-]{1,64}$';
 
 /** The store backends, as the `holdfast-backend` header and every metric's `backend` label name them. */

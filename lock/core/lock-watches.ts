@@ -8,7 +8,7 @@
  * and a store with no holder feed (memory) are seen that way.
  */
 import type { FencingToken, LockInfo } from '../../contract/records.js';
-import { compareFencingTokens } from '../../contract/wire-rules.js';
+import { compareFencingTokens, highestHolderToken } from '../../contract/wire-rules.js';
 import type { HolderWatch, HolderWatchSubscription } from '../store/spi.js';
 import type { Clock } from './clock.js';
 
@@ -22,13 +22,6 @@ export interface LockWatchesDeps {
   instanceId: string | undefined;
   clock: Clock;
   recheckMillis?: number;
-}
-
-/** The highest token among a key's live holders; "0" when it is free (tokens start at 1). */
-export function highestToken(info: LockInfo): FencingToken {
-  let highest = '0';
-  for (const holder of info.holders) if (compareFencingTokens(holder.fencingToken, highest) > 0) highest = holder.fencingToken;
-  return highest;
 }
 
 export class LockWatches {
@@ -51,7 +44,7 @@ export class LockWatches {
       try {
         const info = await this.deps.readLock(key);
         const remaining = deadline - clock.now();
-        if (compareFencingTokens(highestToken(info), after) !== 0 || remaining <= 0 || signal?.aborted) return info;
+        if (compareFencingTokens(highestHolderToken(info.holders), after) !== 0 || remaining <= 0 || signal?.aborted) return info;
         await this.parked(subscription, Math.min(remaining, this.recheckMillis), signal);
       } finally {
         subscription?.stop();

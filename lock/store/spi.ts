@@ -177,9 +177,11 @@ export interface LockStore {
  * A store's optional `holderWatch` (L8): tells a parked watch that its key's holder set may have
  * changed, anywhere in the fleet — a hint, like ReleaseWaiter: core reads the key again and
  * compares. Rules:
- * - `watch` resolves only once a change committed from then on is certain to be reported (SQL: the
- *   key's watch row is committed and the instance listens; etcd: the key watch is created), so core
- *   watches first and reads second, and no change falls between its read and its park.
+ * - `watch` resolves only once the store will report changes (SQL: the key's watch row is committed
+ *   and the instance listens; etcd: the key watch is created), so core watches first and reads
+ *   second. etcd reports every later write; SQL reports a change whose statement saw the watch row,
+ *   so a change racing the registration itself (its statement began before the row committed) is
+ *   left to core's re-read.
  * - Reported: every new token (grant, takeover, handoff) and every end of a grant (release, sweep,
  *   revoke, session end). A renew or a proclaim may be reported too (core compares and parks again).
  * - A lapse no write has recorded yet is not reported: core re-reads now and then while parked.

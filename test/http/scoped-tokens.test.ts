@@ -27,7 +27,7 @@ type Role = 'client' | 'viewer' | 'operator';
 const roleOf = (label: TokenLabel) => label.split('-')[0] as Role;
 const isScoped = (label: TokenLabel) => label.endsWith('-scoped');
 
-const KEYED_ROUTES = ['L4 acquire', 'L7 read', 'A1 ?prefix=', 'A3 revoke', 'A6 kill', 'A7h history'] as const;
+const KEYED_ROUTES = ['L4 acquire', 'L7 read', 'L8 watch', 'A1 ?prefix=', 'A3 revoke', 'A6 kill', 'A7h history'] as const;
 type KeyedRoute = (typeof KEYED_ROUTES)[number];
 type Target = 'in' | 'out';
 
@@ -38,6 +38,7 @@ function expectedStatus(route: KeyedRoute, label: TokenLabel, target: Target): 2
   switch (route) {
     case 'L4 acquire': // by a session the label's token opened (L1 takes a token of any role)
     case 'L7 read':
+    case 'L8 watch': // L7's access (C3)
       return outOfScope ? 403 : 200;
     case 'A1 ?prefix=':
       return role === 'client' ? 403 : 200; // out of scope: 200 with nothing listed
@@ -166,6 +167,8 @@ describe.each(STORES)('scoped tokens on %s', (storeName) => {
         return clientOf(label).acquire(target.key, { sessionId: target.sessionId, ttlMillis: 300_000 });
       case 'L7 read':
         return api.call('GET', `/v1/locks/${enc(target.key)}`, undefined, auth);
+      case 'L8 watch':
+        return api.call('GET', `/v1/locks/${enc(target.key)}/watch`, undefined, auth);
       case 'A1 ?prefix=':
         return api.call('GET', `/v1/admin/locks?prefix=${enc(target.prefix)}`, undefined, auth);
       case 'A7h history':
@@ -206,6 +209,7 @@ describe.each(STORES)('scoped tokens on %s', (storeName) => {
         expect(answer.body).toMatchObject({ key: subject.key, sessionId: subject.sessionId });
         break;
       case 'L7 read':
+      case 'L8 watch':
         expect(answer.body).toMatchObject({ key: subject.key, held: true });
         break;
       case 'A1 ?prefix=': {

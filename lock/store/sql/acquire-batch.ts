@@ -30,7 +30,14 @@ export type AcquireRow = Row & { kind: string };
  */
 const withWaitsEnded = (select: string, value: string) => `WITH r AS (${select}),
   ended AS (DELETE FROM holdfast_waiters w USING r WHERE r.kind IN ('granted', 'existing') AND w.key = r.key AND w.session_id = r.session_id)
-  SELECT r.*, ${value} AS value FROM r`;
+  SELECT r.*, ${value} AS value, ${NOTIFY_WATCHED_GRANT} AS watched FROM r`;
+
+/**
+ * A new grant of a key some instance watches (L8, migration 12) tells the watches, delivered on
+ * commit: an index probe in this statement, nothing more for a key nobody watches.
+ */
+const NOTIFY_WATCHED_GRANT = `CASE WHEN r.kind = 'granted' AND EXISTS (SELECT 1 FROM holdfast_watches hw WHERE hw.key = r.key)
+    THEN pg_notify('holdfast_holders', r.key)::text END`;
 
 /**
  * Without a value to store (the hot path): a new grant has none (a new token clears the column), an

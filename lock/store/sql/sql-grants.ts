@@ -253,13 +253,17 @@ export class SqlGrants {
  * release passes over a locked heir: a release never waits on a wait's row lock (it holds lock
  * rows and heirs' records, and an instance's end locks that instance's records in any order).
  * The sweep takes what is left once this grant is gone. A handed grant carries its wait's value,
- * set in the same statement (holdfast_settle_handed_value, migration 12).
+ * set in the same statement (holdfast_settle_handed_value, migration 12), and tells watches of its
+ * key (a handoff deletes no row, so the release trigger says nothing of it).
  */
 const RELEASE_SQL = `WITH r AS (SELECT * FROM holdfast_release_batch($1::text[], $2::bigint[], $3::text[], $4::text[])),
   handed_done AS (DELETE FROM holdfast_waiters WHERE wait_id = ANY(ARRAY(
     SELECT w.wait_id FROM holdfast_waiters w JOIN r ON w.key = r.r_key AND w.granted_token = r.r_fencing_token::bigint
     FOR UPDATE OF w SKIP LOCKED)))
-  SELECT r.*, CASE WHEN r.h_wait_id IS NOT NULL THEN holdfast_settle_handed_value(r.r_key, r.h_fencing_token, r.h_wait_id) END AS h_value FROM r`;
+  SELECT r.*, CASE WHEN r.h_wait_id IS NOT NULL THEN holdfast_settle_handed_value(r.r_key, r.h_fencing_token, r.h_wait_id) END AS h_value,
+    CASE WHEN r.h_wait_id IS NOT NULL AND EXISTS (SELECT 1 FROM holdfast_watches hw WHERE hw.key = r.r_key)
+      THEN pg_notify('holdfast_holders', r.r_key)::text END AS h_watched
+  FROM r`;
 
 /** A row's columns that start with `prefix`, without it (the release function answers two locks per row). */
 function unprefixed(row: Row, prefix: string): Row {

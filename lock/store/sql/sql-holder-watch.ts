@@ -1,8 +1,10 @@
 /**
  * L8's holder feed in SQL (spi.ts HolderWatch): an instance with a parked watch on a key keeps a
- * row in holdfast_watches, and the holdfast_locks triggers (migration 12) NOTIFY the key on the
- * holders channel in the transaction of every new token or ended grant of a watched key. Every
- * instance LISTENs once; a notification wakes the watches parked on that key here.
+ * row in holdfast_watches, and every new token or ended grant of a watched key NOTIFYs it on the
+ * holders channel in its own transaction (migration 12: the granting and handing-off statements
+ * themselves, and the release trigger for every deleted grant). Every instance LISTENs once; a
+ * notification wakes the watches parked on that key here. A grant made by a release from before
+ * migration 12 (a rolling upgrade) notifies nothing: the watch's periodic re-read sees it.
  *
  * - A watch's row is committed (and the channel listened) before `watch` resolves: core reads after
  *   that, so no change falls between its read and its park.

@@ -111,7 +111,11 @@ export function describeLockValues(name: string, make: () => Promise<ValuesSubje
       const first = await acquire(k, a, 'old leader');
       const waitId = `w_${randomUUID()}`;
       await fleet.beginWait({ waitId, sessionId: b.record.sessionId, key: k, instanceId, ttlMillis: LONG, deadlineMillis: LONG, value: 'new leader' });
+      // A handoff deletes no row: its own statement tells the watches of the key.
+      const onHandoff = await store.holderWatch?.watch({ key: k, instanceId });
       const released = await store.release({ key: k, session: a.credential, fencingToken: first.grant.fencingToken });
+      if (onHandoff) expect(await onHandoff.changed).toBe('changed');
+      onHandoff?.stop();
       if (released.kind !== 'released' || !released.handedTo) throw new Error(`expected a handoff, got ${JSON.stringify(released)}`);
       expect(released.handedTo).toMatchObject({ sessionId: b.record.sessionId, waitId, value: 'new leader' });
       expect(await store.readLock(k)).toMatchObject({ sessionId: b.record.sessionId, value: 'new leader' });

@@ -68,24 +68,33 @@ export const v12: Migration = {
        PRIMARY KEY (key, instance_id)
      )`,
     `CREATE INDEX holdfast_watches_instance_id ON holdfast_watches (instance_id)`,
-    // Every change of a watched key's holder notifies in its own transaction, delivered on commit:
-    // a new token (grant, takeover, handoff) or the row's end (release, expiry, revoke, session end).
-    // Only keys with a registered watch are sent: a key nobody watches costs an index probe.
-    `CREATE FUNCTION holdfast_notify_holders() RETURNS trigger LANGUAGE plpgsql AS $$
+    // A grant's statement (acquire-batch.ts) and a handoff's (sql-grants.ts) notify the holders
+    // channel themselves when the key is watched, in their own query (no trigger, no function call on
+    // the hot path). Every end of a grant — release, sweep, revoke, session end — goes through the
+    // DELETE statement trigger that already announces releases to waits (migration 3): it now tells
+    // watches too, for keys some instance watches.
+    `CREATE OR REPLACE FUNCTION holdfast_notify_released() RETURNS trigger LANGUAGE plpgsql AS $$
      DECLARE
-       changed_key text := CASE WHEN TG_OP = 'DELETE' THEN OLD.key ELSE NEW.key END;
+       payload text := '';
+       k text;
      BEGIN
-       IF EXISTS (SELECT 1 FROM holdfast_watches w WHERE w.key = changed_key) THEN
-         PERFORM pg_notify('holdfast_holders', changed_key);
+       FOR k IN SELECT DISTINCT e.key FROM ended e
+                WHERE EXISTS (SELECT 1 FROM holdfast_waiters w WHERE w.key = e.key) ORDER BY 1 LOOP
+         IF payload <> '' AND octet_length(payload) + octet_length(k) + 1 > 7900 THEN
+           PERFORM pg_notify('holdfast_released', payload);
+           payload := '';
+         END IF;
+         payload := CASE WHEN payload = '' THEN k ELSE payload || chr(10) || k END;
+       END LOOP;
+       IF payload <> '' THEN
+         PERFORM pg_notify('holdfast_released', payload);
        END IF;
+       FOR k IN SELECT DISTINCT e.key FROM ended e
+                WHERE EXISTS (SELECT 1 FROM holdfast_watches hw WHERE hw.key = e.key) LOOP
+         PERFORM pg_notify('holdfast_holders', k);
+       END LOOP;
        RETURN NULL;
      END
      $$`,
-    // Every grant writes its real token in an UPDATE (inserts carry the placeholder 0).
-    `CREATE TRIGGER holdfast_locks_holder_granted AFTER UPDATE OF fencing_token ON holdfast_locks
-       FOR EACH ROW WHEN (OLD.fencing_token IS DISTINCT FROM NEW.fencing_token AND NEW.fencing_token <> 0)
-       EXECUTE FUNCTION holdfast_notify_holders()`,
-    `CREATE TRIGGER holdfast_locks_holder_ended AFTER DELETE ON holdfast_locks
-       FOR EACH ROW EXECUTE FUNCTION holdfast_notify_holders()`,
   ],
 };
