@@ -325,7 +325,9 @@ describe.each(STORES)('scoped tokens on %s', (storeName) => {
         expect(answers.A4!.body.items.map((e: { target: string }) => e.target)).toContain(inRevoke.key);
         expect(answers.A5!.body.heldLocks).toBe(inScopeHeld.length);
         expect(answers.A7!.body.items.map((item: { key: string }) => item.key)).toEqual(['team-a/job-1']);
-        expect(answers.A7w!.body.items).toEqual([{ waiterSessionId: waiterA, key: 'team-a/job-1', holderSessionId: sessionA }]);
+        expect(answers.A7w!.body.items).toEqual([
+          { waiterSessionId: waiterA, key: 'team-a/job-1', holderSessionId: sessionA, waiterOwner: 'owner-in-waiter', holderOwner: 'owner-in-scope' },
+        ]);
         expect(answers.L7!.body).toMatchObject({ held: true, sessionId: sessionA });
         expect(answers.whoami!.body).toEqual({ name: label, role: roleOf(label), prefixes: SCOPE });
       }
