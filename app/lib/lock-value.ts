@@ -5,30 +5,12 @@
  * show characters in another order than they are stored.
  */
 
-import { CONTROL_CHARACTER, INVISIBLE_CHARACTER } from '../../contract/wire-rules';
+import { visibleValue, visibleMultilineValue } from '../../contract/visible-text';
+
+export { visibleValue, visibleMultilineValue };
 
 /** Code points of a value shown in a table cell before it is cut (the full value is one click away). */
 export const VALUE_PREVIEW_CODE_POINTS = 80;
-
-const NAMED: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
-/** The key rule's two classes (contract/wire-rules.ts): controls, and characters that draw nothing or reorder what is drawn. */
-function invisible(char: string): boolean {
-  return CONTROL_CHARACTER.test(char) || INVISIBLE_CHARACTER.test(char);
-}
-
-function escape(char: string): string {
-  return NAMED[char] ?? `\\u{${char.codePointAt(0)!.toString(16)}}`;
-}
-
-/** The value on one line: every invisible character (line breaks too) written as an escape. */
-export function visibleValue(value: string): string {
-  return Array.from(value, (char) => (invisible(char) ? escape(char) : char)).join('');
-}
-
-/** The value over several lines (its full view): line breaks kept, other invisible characters escaped. */
-export function visibleMultilineValue(value: string): string {
-  return Array.from(value, (char) => (char !== '\n' && char !== '\r' && invisible(char) ? escape(char) : char)).join('');
-}
 
 export interface ValuePreview {
   /** What a table cell shows: the value on one line, cut at `max` code points. */

@@ -1,6 +1,7 @@
 /** `holdfast locks ls|show`: who holds what (A1, L7). */
 import { Option, type Command } from 'commander';
 import type { LockInfo } from '../../contract/records.js';
+import { visibleValue } from '../../contract/visible-text.js';
 import type { CliContext } from '../context.js';
 import { parseDuration } from '../duration.js';
 import { CliError, EXIT } from '../exit-codes.js';
@@ -77,6 +78,8 @@ export function registerLocks(program: Command, ctx: CliContext): Command {
                 ['owner', info.owner ?? ''],
                 ['session', info.sessionId ?? ''],
                 ['fencing token', info.fencingToken ?? ''],
+                // A value is anyone's text: escaped, so it cannot write terminal control sequences.
+                ...(info.holders?.[0]?.value !== undefined ? [['value', visibleValue(info.holders[0].value)]] : []),
                 ['granted', info.grantedAt ? `${iso(info.grantedAt)} (${timeAgo(info.grantedAt)})` : ''],
                 ['expires', info.expiresAt ? `${iso(info.expiresAt)} (${relativeTime(info.expiresAt)})` : ''],
                 ['waiters', String(info.waiterCount)],

@@ -4,6 +4,7 @@
  */
 import type { Command } from 'commander';
 import { LockClient, type Leader } from '../../client/index.js';
+import { visibleValue } from '../../contract/visible-text.js';
 import type { CliContext } from '../context.js';
 
 export function registerObserve(program: Command, ctx: CliContext): void {
@@ -35,5 +36,6 @@ A line: TIME  term TERM  owner OWNER  value VALUE, or TIME  no leader. Under -o 
 
 function humanLine(at: string, leader: Leader | null): string {
   if (leader === null) return `${at}  no leader`;
-  return `${at}  term ${leader.term}  owner ${leader.owner}  value ${leader.value === undefined ? '-' : JSON.stringify(leader.value)}`;
+  // A value is anyone's text: escaped, so it cannot write terminal control sequences or reorder the line.
+  return `${at}  term ${leader.term}  owner ${leader.owner}  value ${leader.value === undefined ? '-' : `"${visibleValue(leader.value)}"`}`;
 }

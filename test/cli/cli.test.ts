@@ -63,7 +63,21 @@ describe('holdfast CLI', () => {
     expect(shown.code).toBe(0);
     expect(shown.stdout).toMatch(new RegExp(`fencing token\\s+${token}`));
     const json = JSON.parse((await holdfast(server, ['--json', 'locks', 'show', 'nothing/here'])).stdout);
-    expect(json).toEqual({ key: 'nothing/here', held: false, waiterCount: 0 });
+    expect(json).toEqual({ key: 'nothing/here', held: false, holders: [], waiterCount: 0 });
+  });
+
+  test("locks show prints a holder's value with its control and bidi characters escaped (no terminal sequence gets through)", async () => {
+    const hostile = '\u001b[2J\u001b]0;pwned\u0007 invoice\u202Efdp.exe';
+    // Its own session: the other tests count what the shared one holds.
+    const holder = (await api.openSession({ owner: 'value-setter', ttlMillis: 300000 })).body.sessionId;
+    await api.acquire('values/hostile', { sessionId: holder, ttlMillis: 600000, value: hostile });
+    const shown = await holdfast(server, ['locks', 'show', 'values/hostile']);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f\u202e]/);
+    expect(shown.stdout).toContain('\\u{1b}[2J\\u{1b}]0;pwned\\u{7} invoice\\u{202e}fdp.exe');
+    // --json keeps the value as stored (JSON escapes the controls itself).
+    const json = JSON.parse((await holdfast(server, ['--json', 'locks', 'show', 'values/hostile'])).stdout);
+    expect(json.holders[0].value).toBe(hostile);
   });
 
   test('revoke: TOKEN_MISMATCH exits 3 and changes nothing; the right token revokes', async () => {
