@@ -141,3 +141,30 @@ function utf8Length(text: string): number {
   }
   return bytes;
 }
+
+/**
+ * Text someone else chose (a lock value, v3), made safe to show: every control character and every
+ * character that draws nothing or reorders what is drawn (the key rule's two classes above) is
+ * written as an escape, so a value cannot fake a line break, a terminal escape sequence or a
+ * reversed file name. One definition for the console and the CLI (here, beside the classes: the
+ * console bundles this file, which imports nothing).
+ */
+const VISIBLE_ESCAPES: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+/** The key rule's two classes (contract/wire-rules.ts): controls, and characters that draw nothing or reorder what is drawn. */
+function drawsNothingOrControls(char: string): boolean {
+  return CONTROL_CHARACTER.test(char) || INVISIBLE_CHARACTER.test(char);
+}
+
+function escapeCharacter(char: string): string {
+  return VISIBLE_ESCAPES[char] ?? `\\u{${char.codePointAt(0)!.toString(16)}}`;
+}
+
+/** The value on one line: every invisible character (line breaks too) written as an escape. */
+export function visibleValue(value: string): string {
+  return Array.from(value, (char) => (drawsNothingOrControls(char) ? escapeCharacter(char) : char)).join('');
+}
+
+/** The value over several lines (its full view): line breaks kept, other invisible characters escaped. */
+export function visibleMultilineValue(value: string): string {
+  return Array.from(value, (char) => (char !== '\n' && char !== '\r' && drawsNothingOrControls(char) ? escapeCharacter(char) : char)).join('');
+}

@@ -5,7 +5,7 @@
  * show characters in another order than they are stored.
  */
 
-import { visibleValue, visibleMultilineValue } from '../../contract/visible-text';
+import { visibleValue, visibleMultilineValue } from '../../contract/wire-rules';
 
 export { visibleValue, visibleMultilineValue };
 

@@ -1,7 +1,7 @@
 /** `holdfast locks ls|show`: who holds what (A1, L7). */
 import { Option, type Command } from 'commander';
 import type { LockInfo } from '../../contract/records.js';
-import { visibleValue } from '../../contract/visible-text.js';
+import { visibleValue } from '../../contract/wire-rules.js';
 import type { CliContext } from '../context.js';
 import { parseDuration } from '../duration.js';
 import { CliError, EXIT } from '../exit-codes.js';

@@ -4,7 +4,7 @@
  */
 import type { Command } from 'commander';
 import { LockClient, type Leader } from '../../client/index.js';
-import { visibleValue } from '../../contract/visible-text.js';
+import { visibleValue } from '../../contract/wire-rules.js';
 import type { CliContext } from '../context.js';
 
 export function registerObserve(program: Command, ctx: CliContext): void {
