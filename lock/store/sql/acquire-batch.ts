@@ -55,13 +55,13 @@ const BATCH_SQL = withWaitsEnded(BATCH_SELECT, VALUE_AS_IT_IS);
 const BATCH_WITH_VALUES_SQL = withWaitsEnded(BATCH_SELECT, settleValue('($5::text[])[r.index]'));
 
 /** The same with wait records (migration 11): `wait_recorded` on a held row says the wait was recorded. */
-const WAITING_BATCH_SQL = withWaitsEnded(
-  `SELECT r_index AS index, r_kind AS kind, r_key AS key, r_session_id AS session_id, r_owner AS owner,
+const WAITING_SELECT = `SELECT r_index AS index, r_kind AS kind, r_key AS key, r_session_id AS session_id, r_owner AS owner,
     r_fencing_token AS fencing_token, r_ttl_millis AS ttl_millis, r_granted_at AS granted_at, r_expires_at AS expires_at,
     r_wait_recorded AS wait_recorded
-  FROM holdfast_acquire_or_wait_batch($1::text[], $2::text[], $3::text[], $4::integer[], $5::text[], $6::text[], $7::integer[], $8::bigint[])`,
-  settleValue('($9::text[])[r.index]', '($5::text[])[r.index]', 'r.wait_recorded'),
-);
+  FROM holdfast_acquire_or_wait_batch($1::text[], $2::text[], $3::text[], $4::integer[], $5::text[], $6::text[], $7::integer[], $8::bigint[])`;
+/** The contended hot path: no value to store, so no function call per answered row. */
+const WAITING_BATCH_SQL = withWaitsEnded(WAITING_SELECT, VALUE_AS_IT_IS);
+const WAITING_BATCH_WITH_VALUES_SQL = withWaitsEnded(WAITING_SELECT, settleValue('($9::text[])[r.index]', '($5::text[])[r.index]', 'r.wait_recorded'));
 
 const SINGLE_SELECT = `SELECT r_kind AS kind, r_key AS key, r_session_id AS session_id, r_owner AS owner, r_fencing_token AS fencing_token,
     r_ttl_millis AS ttl_millis, r_granted_at AS granted_at, r_expires_at AS expires_at
@@ -103,16 +103,18 @@ export async function acquireInRounds(db: Queryable, batch: readonly AcquireRequ
 async function acquireOnce(db: Queryable, batch: readonly AcquireRequest[]): Promise<AcquireRow[]> {
   const params = [batch.map((r) => r.key), batch.map((r) => r.session.sessionId), batch.map((r) => r.session.tokenHash), batch.map((r) => r.ttlMillis)];
   const values = batch.map((r) => r.value ?? null);
+  const withValues = values.some((v) => v !== null);
+  const waits = () => [
+    batch.map((r) => r.recordWait?.waitId ?? null),
+    batch.map((r) => r.recordWait?.instanceId ?? null),
+    batch.map((r) => r.recordWait?.ttlMillis ?? null),
+    batch.map((r) => (r.recordWait?.deadlineMillis === undefined ? null : Math.max(0, Math.floor(r.recordWait.deadlineMillis)))),
+  ];
   const rows = batch.some((r) => r.recordWait)
-    ? await db.query<AcquireRow>(WAITING_BATCH_SQL, [
-        ...params,
-        batch.map((r) => r.recordWait?.waitId ?? null),
-        batch.map((r) => r.recordWait?.instanceId ?? null),
-        batch.map((r) => r.recordWait?.ttlMillis ?? null),
-        batch.map((r) => (r.recordWait?.deadlineMillis === undefined ? null : Math.max(0, Math.floor(r.recordWait.deadlineMillis)))),
-        values,
-      ])
-    : values.some((v) => v !== null)
+    ? withValues
+      ? await db.query<AcquireRow>(WAITING_BATCH_WITH_VALUES_SQL, [...params, ...waits(), values])
+      : await db.query<AcquireRow>(WAITING_BATCH_SQL, [...params, ...waits()])
+    : withValues
       ? await db.query<AcquireRow>(BATCH_WITH_VALUES_SQL, [...params, values])
       : await db.query<AcquireRow>(BATCH_SQL, params);
   const byIndex: AcquireRow[] = new Array(batch.length);
