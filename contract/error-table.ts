@@ -36,6 +36,12 @@ export const ERROR_TABLE = {
     retryAfter: false,
     meaning: 'the grant is older than its policy’s maxHoldMillis: it is not renewed and ends at its TTL',
   },
+  LIMIT_MISMATCH: {
+    status: 409,
+    retryable: false,
+    retryAfter: false,
+    meaning: 'the key is held under another limit (every holder of a key names the same limit; shared counts as 1)',
+  },
   DEADLOCK_DETECTED: {
     status: 409,
     retryable: false,

@@ -62,6 +62,16 @@ export class LockContendedError extends HoldfastError {
   }
 }
 
+export class LimitMismatchError extends HoldfastError {
+  readonly code = ERROR_CODE.LIMIT_MISMATCH;
+  constructor(key: string, asked: number, keyLimit: number) {
+    super(
+      `lock ${JSON.stringify(key)} is held with limit ${keyLimit}, not ${asked}: every holder of a key names the same limit ` +
+        '(a shared grant counts as 1); use the key\'s limit, or another key',
+    );
+  }
+}
+
 export class LockLostError extends HoldfastError {
   readonly code = ERROR_CODE.LOCK_LOST;
   constructor(key: string) {

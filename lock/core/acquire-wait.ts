@@ -7,6 +7,8 @@
 import { DeadlockDetectedError, NotLeaderError, SessionNotFoundError } from '../errors.js';
 import type { EventContext, LockEvents } from '../../contract/lock-events.js';
 import type { WaitOutcome } from '../../contract/metric-table.js';
+import type { LockMode } from '../../contract/records.js';
+import { holdingOf, isMutex } from './grants.js';
 import type { HeldLock, SessionCredential, TryAcquireResult, WaitToRecord } from '../store/spi.js';
 import type { Clock } from './clock.js';
 import type { ContentionAnswers } from './contention-answers.js';
@@ -33,6 +35,8 @@ export interface WaitingAcquire {
   ttlMillis: number;
   waitMillis: number;
   value?: string;
+  mode?: LockMode;
+  limit?: number;
 }
 
 /** Credentials the store has accepted lately, so a hot key's wait can be recorded before its first try. */
@@ -113,8 +117,11 @@ export class AcquireWait {
     // Registered before the first try, so a release landing between a failed try and the park still wakes it.
     this.waiter = this.deps.waiters.register(req.key, req.session.sessionId);
     // What a release needs to hand this wait the key (FIFO handoff on stores that do).
-    this.waiter.grantTtlMillis = req.ttlMillis;
+    // Only a mutex wait is handed a key (spi.ts "Multi-holder keys"): the others wake and try.
+    const holding = holdingOf(req);
+    this.waiter.grantTtlMillis = isMutex(holding) ? req.ttlMillis : undefined;
     this.waiter.grantValue = req.value;
+    this.waiter.mode = holding.mode;
     this.waiter.deadline = this.deadline;
     const { sessionEnded, deadlockVictim } = this.waiter;
     this.abort = AbortSignal.any([sessionEnded.signal, deadlockVictim.signal, ...(signal ? [signal] : [])]);

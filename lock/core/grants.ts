@@ -1,10 +1,26 @@
 /** Grants as core answers them (LockGrant: a held lock without its owner). */
-import type { LockGrant } from '../../contract/records.js';
+import { MUTEX, type LockGrant, type LockMode } from '../../contract/records.js';
 import type { HeldLock } from '../store/spi.js';
 
 export function toGrant(lock: HeldLock): LockGrant {
-  const { owner: _owner, ...grant } = lock;
+  const { owner: _owner, holders: _holders, ...grant } = lock;
   return grant;
+}
+
+/** What an acquire asks to hold: a shared grant counts as limit 1 (spi.ts "Multi-holder keys"). */
+export interface Holding {
+  mode: LockMode;
+  limit: number;
+}
+
+export function holdingOf(req: { mode?: LockMode; limit?: number }): Holding {
+  const mode = req.mode ?? MUTEX.mode;
+  return { mode, limit: mode === 'shared' ? 1 : (req.limit ?? MUTEX.limit) };
+}
+
+/** A mutex wait is the only kind a release hands a key (FIFO handoff). */
+export function isMutex(holding: Holding): boolean {
+  return holding.mode === MUTEX.mode && holding.limit === MUTEX.limit;
 }
 
 /**

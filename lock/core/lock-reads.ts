@@ -82,7 +82,14 @@ export class LockReads {
 function toInfo(key: string, lock: HeldLock | null, counts: Map<string, number>): LockInfo {
   const waiterCount = counts.get(key) ?? 0;
   if (!lock) return { key, held: false, holders: [], waiterCount };
-  const holder: LockHolder = {
+  const holders = (lock.holders ?? [lock]).map(toHolder);
+  // The single-holder fields describe the holder with the lowest token (SPEC v3), first in `holders`.
+  const { value: _value, ...single } = toHolder(lock);
+  return { key, held: true, ...single, mode: lock.mode, limit: lock.limit, holders, waiterCount };
+}
+
+function toHolder(lock: HeldLock): LockHolder {
+  return {
     sessionId: lock.sessionId,
     owner: lock.owner,
     fencingToken: lock.fencingToken,
@@ -90,6 +97,4 @@ function toInfo(key: string, lock: HeldLock | null, counts: Map<string, number>)
     expiresAt: lock.expiresAt,
     ...(lock.value !== undefined ? { value: lock.value } : {}),
   };
-  const { value: _value, ...single } = holder;
-  return { key, held: true, ...single, mode: lock.mode, limit: lock.limit, holders: [holder], waiterCount };
 }

@@ -6,6 +6,7 @@
  * until its session or instance ended.
  */
 import type { FleetWaitState, HeldLock, SessionCredential, WaitToRecord } from '../store/spi.js';
+import { MUTEX } from '../../contract/records.js';
 import type { Clock } from './clock.js';
 import type { StoreHealth } from './store-health.js';
 import type { Waiter } from './waiters.js';
@@ -135,5 +136,6 @@ export function waitRecordOf(waiter: Waiter, instanceId: string, now: number) {
       ? { ttlMillis: waiter.grantTtlMillis, deadlineMillis: Math.max(0, waiter.deadline - now) }
       : {}),
     ...(waiter.grantValue !== undefined ? { value: waiter.grantValue } : {}),
+    ...(waiter.mode !== MUTEX.mode ? { mode: waiter.mode } : {}),
   };
 }

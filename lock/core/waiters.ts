@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { MUTEX, type LockMode } from '../../contract/records.js';
 
 /**
  * In-process registry of acquires waiting on this server instance: the live
@@ -39,6 +40,8 @@ export class Waiter {
   grantTtlMillis: number | undefined;
   /** The value a handed grant carries (the acquire's own). */
   grantValue: string | undefined;
+  /** An exclusive wait keeps new shared grants out of its key (writer preference). */
+  mode: LockMode = MUTEX.mode;
   deadline: number | undefined;
 
   constructor(

@@ -8,6 +8,7 @@ import type {
   BackendName,
   FencingToken,
   LockGrant,
+  LockMode,
   Page,
   SessionEndCause,
   SessionInfo,
@@ -31,6 +32,10 @@ export interface AcquireAttempt {
   recordWait?: WaitToRecord;
   /** The holder's value, stored with a new grant (an existing grant keeps its own). */
   value?: string;
+  /** `shared` grants coexist; `exclusive` (the default) excludes every other grant (spi.ts "Multi-holder keys"). */
+  mode?: LockMode;
+  /** Grants the key admits at once (a semaphore when > 1; default 1). A shared attempt counts as 1. */
+  limit?: number;
 }
 
 /** A wait as FleetWaitState.beginWait records it (without the session and key, which the request names). */
@@ -41,6 +46,8 @@ export interface WaitToRecord {
   deadlineMillis?: number;
   /** The value a grant handed to this wait carries (AcquireAttempt.value). */
   value?: string;
+  /** The waiting attempt's mode (default exclusive): an exclusive wait keeps new shared grants out (writer preference). */
+  mode?: LockMode;
 }
 
 export interface RenewRequest {
@@ -92,6 +99,12 @@ export type SessionRefusal = { kind: 'session_not_found' } | { kind: 'unauthenti
 
 export interface HeldLock extends LockGrant {
   owner: string;
+  /**
+   * Every live grant of the key, by token (this one first, as the lowest), when the key admits more
+   * than one (limit > 1 or shared: spi.ts "Multi-holder keys"); absent for a mutex key. Set by
+   * readLock and listLocks only.
+   */
+  holders?: readonly HeldLock[];
 }
 
 /** A grant that just ended, with the instant it ended (store clock where there is one). */
@@ -107,6 +120,8 @@ export type TryAcquireResult =
    * at which this was seen (etcd header revision), for revision-addressed waits.
    */
   | { kind: 'held'; holder: HeldLock; observedRevision?: string; waitRecorded?: boolean }
+  /** The key is held under another limit (`limit`: the key's): nothing changed, nothing recorded. */
+  | { kind: 'limit_mismatch'; limit: number; holder: HeldLock }
   | SessionRefusal;
 
 export type RenewResult =

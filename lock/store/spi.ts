@@ -32,6 +32,26 @@
  *   renew with `value` (a proclaim) replaces it in the renew's own write, same token; an existing
  *   grant answers its own value; a grant handed to a recorded wait carries that wait's value
  *   (conformance: values-suite.ts).
+ * - Multi-holder keys (issue 23; conformance: holders-suite.ts). A key's live grants share one mode
+ *   and one limit (a shared grant's limit is 1). Decided in one statement or txn, like every grant:
+ *   - A session holds at most one grant per key: trying again answers `existing` with that grant,
+ *     whatever mode or limit it asks.
+ *   - While the key has a live grant, an attempt naming another limit is `limit_mismatch` (nothing
+ *     changes, no wait is recorded), whatever its mode.
+ *   - `exclusive` with limit N is admitted while fewer than N live grants hold the key, all exclusive.
+ *     `shared` is admitted while every live grant is shared and no live recorded wait of another
+ *     session on the key is exclusive (writer preference: every wait is exclusive unless recorded
+ *     with mode `shared`). Else `held`, naming the live grant with the lowest token.
+ *   - Each admitted attempt is its own grant: its own token (rule 1), TTL, value and session. Ending
+ *     one (release, lapse, revoke, session end) ends that grant only, and is announced like any end
+ *     (release feed, holder watch).
+ *   - readLock and listLocks describe a key by its lowest-token live grant, with `holders` (every
+ *     live grant by token) when the key admits more than one. forceRevoke ends the grant
+ *     `expectedFencingToken` names, or else the lowest-token one: one permit at a time.
+ *   - Only a mutex wait (exclusive, limit 1) is handed a key: core records a wait for a shared or
+ *     limit > 1 grant without ttlMillis, so it wakes and tries. Wait-for edges (waitForEdges,
+ *     resolveDeadlocks) name holders of mutex keys only: a cycle through a key that admits several
+ *     holders need not be a deadlock.
  *
  * Waiting for a release is an optional capability of a store (`releaseWaiter`, or
  * `releaseFeed`); so is the fleet-wide wait state (`fleet`). Each is a property fixed when the
@@ -63,7 +83,7 @@
  *   handed record: it passes such a wait over (and leaves such a record to the sweep); the sweep
  *   skips locked records too.
  */
-import type { AuditEntry, BackendName, FencingToken, Page, SessionInfo } from '../../contract/records.js';
+import type { AuditEntry, BackendName, FencingToken, LockMode, Page, SessionInfo } from '../../contract/records.js';
 import type {
   AcquireAttempt,
   PruneAuditResult,
@@ -171,6 +191,11 @@ export interface LockStore {
   readonly tokenFloor?: TokenFloor;
   /** Holder changes anywhere in the fleet, for L8 watches (issue 23). */
   readonly holderWatch?: HolderWatch;
+  /**
+   * True when the store keeps the multi-holder rules ("Multi-holder keys": shared mode, limit > 1).
+   * A store without it is asked for mutex grants only (core refuses the others before asking).
+   */
+  readonly multiHolder?: boolean;
 }
 
 /**
@@ -343,7 +368,7 @@ export interface FleetWaitState {
    * grant's TTL should a release hand it the key, `deadlineMillis` what is left of its budget; a
    * wait recorded without them is never handed a key (it wakes and tries, as before handoff).
    */
-  beginWait(req: { waitId: string; sessionId: string; key: string; instanceId: string; ttlMillis?: number; deadlineMillis?: number; value?: string }): Promise<void>;
+  beginWait(req: { waitId: string; sessionId: string; key: string; instanceId: string; ttlMillis?: number; deadlineMillis?: number; value?: string; mode?: LockMode }): Promise<void>;
   /**
    * Ends a wait's record; answers the grant a release handed it, if one did and the grant is still
    * live (a wait leaving without the key must give such a grant back).
