@@ -4,7 +4,29 @@
  * server's `grantedAt` is its store's epoch milliseconds): a skewed clock shifts
  * `--older-than` by the skew.
  */
-import type { LockInfo } from '../contract/records.js';
+import type { LockHolder, LockInfo } from '../contract/records.js';
+
+/** C4's `kind` values (SPEC v3): how a key is held. */
+export type LockKind = 'mutex' | 'semaphore' | 'shared';
+
+/** A held key's kind; a LockInfo without `mode`/`limit` (free, or from a server before v3) reads as a mutex. */
+export function lockKind(lock: Pick<LockInfo, 'mode' | 'limit'>): LockKind {
+  if (lock.mode === 'shared') return 'shared';
+  return (lock.limit ?? 1) > 1 ? 'semaphore' : 'mutex';
+}
+
+/** Every holder, lowest token first; a server before v3 sends no `holders`: its single-holder fields are the one. */
+export function holdersOf(lock: LockInfo): LockHolder[] {
+  if (lock.holders !== undefined) return lock.holders;
+  if (!lock.held || lock.sessionId === undefined || lock.fencingToken === undefined) return [];
+  return [{ sessionId: lock.sessionId, owner: lock.owner ?? '', fencingToken: lock.fencingToken, grantedAt: lock.grantedAt ?? 0, expiresAt: lock.expiresAt ?? 0 }];
+}
+
+/** Holders against the limit, "2/3" (a mutex "1/1"); shared holders are not counted against one: "4". */
+export function holdersOfLimit(lock: LockInfo): string {
+  const count = holdersOf(lock).length;
+  return lockKind(lock) === 'shared' ? String(count) : `${count}/${lock.limit ?? 1}`;
+}
 
 export const LOCK_SORTS = ['age', 'waiters', 'key'] as const;
 export type LockSort = (typeof LOCK_SORTS)[number];
@@ -16,11 +38,15 @@ export interface LockFilter {
   olderThanMillis?: number;
 }
 
+/**
+ * A key matches when one of its holders does (a semaphore's or shared key's holder need not be the
+ * lowest-token one the single-holder fields show); `olderThan` reads the oldest grant, the lowest token's.
+ */
 export function filterLocks(locks: readonly LockInfo[], filter: LockFilter, now: number): LockInfo[] {
   return locks.filter(
     (lock) =>
-      (filter.owner === undefined || lock.owner === filter.owner) &&
-      (filter.sessionId === undefined || lock.sessionId === filter.sessionId) &&
+      (filter.owner === undefined || holdersOf(lock).some((h) => h.owner === filter.owner)) &&
+      (filter.sessionId === undefined || holdersOf(lock).some((h) => h.sessionId === filter.sessionId)) &&
       (filter.olderThanMillis === undefined || (lock.grantedAt !== undefined && now - lock.grantedAt >= filter.olderThanMillis)),
   );
 }

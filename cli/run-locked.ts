@@ -1,7 +1,8 @@
 /**
  * `holdfast lock`: run a command while holding a lock, through the SDK
  * (`session.withLock` renews it in the background), like `etcdctl lock` and
- * `consul lock`.
+ * `consul lock`; v3: one of N permits (`-n N`, a semaphore) or a shared (reader)
+ * hold (`--shared`), each its own grant with its own fencing token.
  *
  * - Not granted within the wait → not started, result `not_granted`.
  * - The lock is lost while the command runs (revoked, expired unrenewed,
@@ -25,6 +26,7 @@ import {
   LockLostError,
   MAX_WAIT_MILLIS,
   type LockLossCode,
+  type LockMode,
   type LockSession,
 } from '../client/index.js';
 import { CliError, EXIT } from './exit-codes.js';
@@ -33,6 +35,10 @@ export interface RunLockedOptions {
   url: string;
   token?: string;
   key: string;
+  /** `shared`: a reader (`holdfast lock --shared`); exclusive when omitted. */
+  mode?: LockMode;
+  /** Holders KEY admits at once (`holdfast lock -n N`): a semaphore when > 1; a mutex when omitted. */
+  limit?: number;
   /** Lock TTL; the server's default when omitted. */
   ttlMillis?: number;
   /** How long to wait for the lock; undefined waits until granted. */
@@ -72,6 +78,8 @@ export async function runLocked(options: RunLockedOptions): Promise<RunLockedRes
       const result = await session.withLock(options.key, (handle) => supervise(handle), {
         policy,
         signal: interrupt,
+        ...(options.mode !== undefined ? { mode: options.mode } : {}),
+        ...(options.limit !== undefined ? { limit: options.limit } : {}),
         ...(options.ttlMillis !== undefined ? { ttlMillis: options.ttlMillis } : {}),
       });
       if (result !== null) return result;

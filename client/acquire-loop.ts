@@ -14,6 +14,8 @@
  *   token): the session is unusable — SessionLostError.
  * - DEADLOCK_DETECTED: this wait closed a cycle; retrying while holding the same
  *   locks would close it again — DeadlockDetectedError, never retried here.
+ * - LIMIT_MISMATCH (v3): the key is held under another limit; asking again with the
+ *   same limit cannot succeed while it is — LimitMismatchError, never retried here.
  * - VALIDATION_FAILED or any other non-retryable answer: throw at once.
  * - A FencedOutError from the grant check is thrown, never retried.
  * - A grant the callee discards (an existing grant it already knew, or one too old
@@ -31,6 +33,7 @@ import { startTimer, type Clock } from './clock.js';
 import {
   DeadlockDetectedError,
   HoldfastClientError,
+  LimitMismatchError,
   NotLeaderError,
   ServerError,
   TransportError,
@@ -45,6 +48,8 @@ import type { LockGrant } from './wire.js';
 
 export interface AcquireLoopParams {
   key: string;
+  /** The limit this acquire names (1: a mutex or shared), for a LIMIT_MISMATCH answer's error. */
+  limit: number;
   clock: Clock;
   backoff: Backoff;
   rtt: RoundTripEstimator;
@@ -161,6 +166,8 @@ export async function runAcquireLoop(p: AcquireLoopParams): Promise<AcquireLoopR
         throw p.sessionRefused('unauthenticated');
       case 'DEADLOCK_DETECTED':
         throw new DeadlockDetectedError(p.key, answer.message, answer.requestId);
+      case 'LIMIT_MISMATCH':
+        throw new LimitMismatchError(p.key, p.limit, answer.message, answer.requestId);
       case 'VALIDATION_FAILED':
         throw new ValidationError(answer.message, answer.requestId);
       default:

@@ -19,6 +19,7 @@ import {
   type HeartbeatAck,
   type LockGrant,
   type LockInfo,
+  type LockMode,
   type Released,
   type SessionOpened,
 } from './wire.js';
@@ -71,7 +72,8 @@ export class LockApi {
 
   acquire(
     key: string,
-    body: { sessionId: string; ttlMillis?: number; waitMillis?: number; value?: string },
+    /** `mode`/`limit` (v3): sent only when not a mutex's (`exclusive`, 1). */
+    body: { sessionId: string; ttlMillis?: number; waitMillis?: number; value?: string; mode?: LockMode; limit?: number },
     sessionToken: string,
     signal?: AbortSignal,
   ): Promise<ApiResult<LockGrant>> {

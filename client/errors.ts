@@ -11,6 +11,8 @@
  *                       conservative deadline passed).
  * - DeadlockDetectedError — this acquire's wait closed a cycle of waits; the session keeps what it
  *                       holds. Give something back before retrying (acquireAll does this itself).
+ * - LimitMismatchError — v3: the key is held under another limit (every holder of a key names the
+ *                       same limit; shared counts as 1). Not retryable: the caller's limit is wrong.
  * - FencedOutError    — a fencing token lower than one already seen for the key. Never retried.
  * - ServerError       — any other answer the contract calls non-retryable (401/403/404/500, unknown code).
  * - TransportError    — the server could not be reached for the whole retry budget.
@@ -30,6 +32,7 @@ const WIRE_CODES = [
   ERROR_CODE.LOCK_LOST,
   ERROR_CODE.HOLD_LIMIT_REACHED,
   ERROR_CODE.DEADLOCK_DETECTED,
+  ERROR_CODE.LIMIT_MISMATCH,
 ] as const;
 type SdkWireCode = (typeof WIRE_CODES)[number];
 
@@ -148,6 +151,28 @@ export class DeadlockDetectedError extends HoldfastClientError {
     readonly requestId?: string,
   ) {
     super(`acquiring ${JSON.stringify(key)} would deadlock (${message}); give back a lock this session holds, then retry`);
+  }
+}
+
+/**
+ * v3 (issue 23): the key is held under another limit than this acquire named (409 LIMIT_MISMATCH):
+ * every holder of a key names the same limit, and a shared or mutex holding counts as limit 1.
+ * Nothing changed on the server and no wait was recorded. Not retryable as is: waiting does not
+ * help while the key stays held under its limit — fix the limit (one constant per key, shared by
+ * every process that takes it).
+ */
+export class LimitMismatchError extends HoldfastClientError {
+  readonly code = ERROR_CODE.LIMIT_MISMATCH;
+  readonly retryable = ERROR_TABLE.LIMIT_MISMATCH.retryable;
+  constructor(
+    readonly key: string,
+    /** The limit this acquire named (1 for a mutex or a shared acquire). */
+    readonly limit: number,
+    /** The server's message (names the key's own limit). */
+    readonly serverMessage: string,
+    readonly requestId?: string,
+  ) {
+    super(`${JSON.stringify(key)} is held under another limit than ${limit} (${serverMessage}); every holder of a key must name the same limit`);
   }
 }
 

@@ -9,7 +9,8 @@
  */
 import { startTimer, type Clock, type Timer } from './clock.js';
 import { LockLostError } from './errors.js';
-import type { FencingToken } from './wire.js';
+import type { Holding } from './holding.js';
+import type { FencingToken, LockMode } from './wire.js';
 
 export class LockHandle {
   readonly #lock: HeldLock;
@@ -44,6 +45,19 @@ export class LockHandle {
   /** Aborts when the lock is lost or released; pass it to the work the lock protects. */
   get signal(): AbortSignal {
     return this.#lock.signal;
+  }
+
+  /**
+   * How the key is held (v3): `exclusive` (a mutex, or a semaphore when `limit` > 1) or `shared`
+   * (a reader: other shared holders may hold the key at the same time, an exclusive one may not).
+   */
+  get mode(): LockMode {
+    return this.#lock.holding.mode;
+  }
+
+  /** Holders the key admits at once (v3): 1 for a mutex and for shared, N for a semaphore of N. */
+  get limit(): number {
+    return this.#lock.holding.limit;
   }
 
   /** The grant's value (v3): as granted, then as last proclaimed; undefined when it has none. */
@@ -91,6 +105,8 @@ export class HeldLock {
     private readonly clock: Clock,
     public value: string | undefined,
     private readonly proclaimer: Proclaimer,
+    /** The grant's mode and limit (v3; a mutex before). */
+    readonly holding: Holding,
   ) {
     this.handle = new LockHandle(this);
     this.armWatchdog();

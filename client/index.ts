@@ -40,9 +40,10 @@ export {
   SessionLostError,
   FencedOutError,
   DeadlockDetectedError,
+  LimitMismatchError,
   ServerError,
   TransportError,
 } from './errors.js';
 export type { ClientErrorCode, LockLossCode, SessionLossCause } from './errors.js';
 export type { ClientLogger } from './logger.js';
-export type { FencingToken, LockGrant, LockHolder, LockInfo } from './wire.js';
+export type { FencingToken, LockGrant, LockHolder, LockInfo, LockMode } from './wire.js';

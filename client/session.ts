@@ -11,6 +11,11 @@
  * first call has not returned) is not a nested hold: it returns `null` (not
  * granted) at once and sends nothing, because there is no handle yet to nest on.
  *
+ * A session holds at most one grant of a key whatever its kind (v3: the server answers
+ * a second L4 with the grant it has), so a semaphore needs one session per permit.
+ * A nested acquire must ask for the held kind (`mode` and `limit`): asking for another is
+ * a ValidationError, never a silently weaker hold (a reader that believes it writes).
+ *
  * The session's bearer token (from L1) lives only in a private field and goes
  * out as the `Authorization` header of this session's own L2–L6 calls; it is
  * never logged, thrown, traced or exposed on the session or its handles.
@@ -28,6 +33,7 @@ import {
 } from './errors.js';
 import { HeldLock, type LockHandle, type Proclaimer } from './handle.js';
 import { HeartbeatScheduler } from './heartbeat.js';
+import { describeHolding, grantHolding, holdingFields, requestedHolding, sameHolding, type Holding } from './holding.js';
 import { canonicalKeyOrder, validateKey } from './keys.js';
 import { campaignRound, campaignUntilElected, Leadership, type CampaignOptions } from './leadership.js';
 import { AcquirePolicy, type AcquirePolicyInit } from './policy.js';
@@ -37,7 +43,7 @@ import { conservativeDeadline, type ClientRuntime } from './runtime.js';
 import { retryTransient, SHORT_BUDGET } from './transient.js';
 import type { ClientAttemptOutcome } from '../contract/metric-table.js';
 import { validateValue } from './values.js';
-import { LOCK_TTL_MILLIS, type LockGrant, type SessionOpened } from './wire.js';
+import { LOCK_TTL_MILLIS, type LockGrant, type LockMode, type SessionOpened } from './wire.js';
 
 export interface AcquireOptions {
   /** Lock TTL in ms, within C3's bounds (`LOCK_TTL_MILLIS` in contract/wire-rules.ts); the server's default when omitted. */
@@ -51,9 +57,24 @@ export interface AcquireOptions {
    * its value (the server answers the existing grant); `handle.proclaim` replaces it.
    */
   value?: string;
+  /**
+   * v3: `exclusive` (default: a mutex, or a semaphore with `limit`) or `shared` (a reader: shared
+   * holders overlap, an exclusive holder excludes them all; a waiting exclusive acquire keeps new
+   * shared ones out, so writers do not starve). `handle.mode` is the grant's.
+   */
+  mode?: LockMode;
+  /**
+   * v3: holders the key admits at once, an integer 1–1000 (default 1, a mutex; > 1 a semaphore,
+   * each holder with its own grant and fencing token). Every holder of a key names the same limit:
+   * another one while the key is held is LimitMismatchError. Not with `mode: 'shared'` (ValidationError).
+   */
+  limit?: number;
 }
 
 type SessionState = 'open' | 'lost' | 'closed';
+
+/** L4's body as the SDK sends it (`mode`/`limit` only when not a mutex's). */
+type AcquireBody = Parameters<ClientRuntime['api']['acquire']>[1];
 
 export class LockSession {
   readonly sessionId: string;
@@ -141,12 +162,13 @@ export class LockSession {
     const key = validateKey(rawKey);
     const policy = AcquirePolicy.from(options.policy ?? this.#rt.defaultPolicy);
     if (options.value !== undefined) validateValue(options.value);
+    const holding = requestedHolding(options);
     this.#assertUsable();
-    const nested = this.#reenter(key);
+    const nested = this.#reenter(key, holding);
     if (nested !== undefined) return nested;
     if (this.#acquiring.has(key)) return null;
     const deadline = this.#rt.clock.now() + policy.totalBudgetMillis;
-    return this.#acquireNew(key, options, policy, deadline);
+    return this.#acquireNew(key, options, holding, policy, deadline);
   }
 
   /**
@@ -164,13 +186,14 @@ export class LockSession {
     const ordered = canonicalKeyOrder([...keys].map(validateKey));
     const policy = AcquirePolicy.from(options.policy ?? this.#rt.defaultPolicy);
     if (options.value !== undefined) validateValue(options.value);
+    const holding = requestedHolding(options);
     this.#assertUsable();
     const { clock, random, rtt, logger } = this.#rt;
     const deadline = clock.now() + policy.totalBudgetMillis;
     const backoff = new Backoff(policy.baseBackoffMillis, policy.maxBackoffMillis, random);
     for (let round = 0; ; round += 1) {
       try {
-        return await this.#acquireAllOnce(ordered, options, policy, deadline);
+        return await this.#acquireAllOnce(ordered, options, holding, policy, deadline);
       } catch (error) {
         if (!(error instanceof DeadlockDetectedError)) throw error;
         const delay = backoff.delay(round);
@@ -184,6 +207,7 @@ export class LockSession {
   async #acquireAllOnce(
     ordered: readonly string[],
     options: AcquireOptions,
+    holding: Holding,
     policy: AcquirePolicy,
     deadline: number,
   ): Promise<LockHandle[] | null> {
@@ -192,10 +216,10 @@ export class LockSession {
       for (const key of ordered) {
         this.#assertUsable();
         const handle =
-          this.#reenter(key) ??
+          this.#reenter(key, holding) ??
           (this.#acquiring.has(key)
             ? null
-            : await this.#acquireNew(key, options, policy, deadline));
+            : await this.#acquireNew(key, options, holding, policy, deadline));
         if (handle === null) {
           await this.#unwind(taken);
           return null;
@@ -335,18 +359,23 @@ export class LockSession {
     if (this.#state === 'closed') throw new SessionLostError(this.sessionId, 'closed');
   }
 
-  /** depth + 1 on a held key; LockLostError on a lost one; undefined when not held. */
-  #reenter(key: string): LockHandle | undefined {
+  /** depth + 1 on a held key; LockLostError on a lost one; ValidationError for another kind; undefined when not held. */
+  #reenter(key: string, holding: Holding): LockHandle | undefined {
     const held = this.#held.get(key);
     if (held === undefined) return undefined;
     if (held.lost) {
       throw new LockLostError(key, held.fencingToken, 'its handle is lost; release it before acquiring again');
     }
+    if (!sameHolding(held.holding, holding)) {
+      throw new ValidationError(
+        `session ${this.sessionId} holds ${JSON.stringify(key)} as ${describeHolding(held.holding)}; a nested acquire cannot ask for ${describeHolding(holding)} (release it first)`,
+      );
+    }
     held.depth += 1;
     return held.handle;
   }
 
-  async #acquireNew(key: string, options: AcquireOptions, policy: AcquirePolicy, deadline: number): Promise<LockHandle | null> {
+  async #acquireNew(key: string, options: AcquireOptions, holding: Holding, policy: AcquirePolicy, deadline: number): Promise<LockHandle | null> {
     const { ttlMillis, signal, value } = options;
     const rt = this.#rt;
     this.#acquiring.add(key);
@@ -358,6 +387,7 @@ export class LockSession {
         try {
           const result = await runAcquireLoop({
             key,
+            limit: holding.limit,
             clock: rt.clock,
             backoff: new Backoff(policy.baseBackoffMillis, policy.maxBackoffMillis, rt.random),
             rtt: rt.rtt,
@@ -368,7 +398,7 @@ export class LockSession {
             progress,
             assertUsable: () => this.#assertUsable(),
             send: async (waitMillis, timeout) => {
-              const body: { sessionId: string; ttlMillis?: number; waitMillis?: number; value?: string } = { sessionId: this.sessionId };
+              const body: AcquireBody = { sessionId: this.sessionId, ...holdingFields(holding) };
               if (ttlMillis !== undefined) body.ttlMillis = ttlMillis;
               if (waitMillis > 0) body.waitMillis = waitMillis;
               if (value !== undefined) body.value = value;
@@ -385,7 +415,10 @@ export class LockSession {
               const known = rt.watermark.admit(key, grant.fencingToken) === 'seen';
               const earliest = Math.min(sentAt, this.#earliestUnanswered(key) ?? sentAt);
               const deadline = conservativeDeadline(earliest, grant.ttlMillis, rt.safetyMarginMillis);
-              if (!known && deadline > rt.clock.now()) {
+              // Another kind than asked is a grant an abandoned acquire of this session left (the server
+              // answers the grant it has, whatever is asked): not what this caller wants, so given back too.
+              const asked = sameHolding(grantHolding(grant), holding);
+              if (!known && asked && deadline > rt.clock.now()) {
                 this.#unanswered.delete(key); // the token is known now: a later return of it is `known`
                 pendingDeadline = deadline;
                 return 'keep';
@@ -427,7 +460,7 @@ export class LockSession {
   /** Turn a vetted grant into a held lock with its conservative deadline. */
   #adopt(key: string, grant: LockGrant, expiresAt: number): LockHandle {
     this.#assertUsable(); // a grant that arrives after the session died vouches for nothing
-    const held = new HeldLock(key, grant.fencingToken, grant.ttlMillis, expiresAt, this.#rt.clock, grant.value, this.#proclaim);
+    const held = new HeldLock(key, grant.fencingToken, grant.ttlMillis, expiresAt, this.#rt.clock, grant.value, this.#proclaim, grantHolding(grant));
     this.#held.set(key, held);
     return held.handle;
   }

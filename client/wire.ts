@@ -12,9 +12,10 @@ export type {
   LockGrant,
   LockHolder,
   LockInfo,
+  LockMode,
   LockReleased as Released,
   SessionOpened,
 } from '../contract/records.js';
 export type { ErrorCode as WireErrorCode } from '../contract/error-table.js';
 export { ERROR_CODE, ERROR_TABLE } from '../contract/error-table.js';
-export { KEY_BYTES, LOCK_TTL_MILLIS, MAX_LOCK_VALUE_BYTES, WAIT_MILLIS, WATCH_MILLIS, checkLockKey, compareFencingTokens, highestHolderToken, isFencingToken } from '../contract/wire-rules.js';
+export { KEY_BYTES, LOCK_LIMIT, LOCK_TTL_MILLIS, MAX_LOCK_VALUE_BYTES, WAIT_MILLIS, WATCH_MILLIS, checkLockKey, compareFencingTokens, highestHolderToken, isFencingToken } from '../contract/wire-rules.js';

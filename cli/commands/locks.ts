@@ -1,4 +1,7 @@
-/** `holdfast locks ls|show`: who holds what (A1, L7). */
+/**
+ * `holdfast locks ls|show`: who holds what (A1, L7). v3: a key may have several holders (a semaphore,
+ * shared holders): `ls` shows its kind and holders/limit with its lowest-token holder, `show` every holder.
+ */
 import { Option, type Command } from 'commander';
 import type { LockInfo } from '../../contract/records.js';
 import { visibleValue } from '../../contract/wire-rules.js';
@@ -6,7 +9,7 @@ import type { CliContext } from '../context.js';
 import { parseDuration } from '../duration.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import { formatTable, relativeTime, timeAgo } from '../format.js';
-import { filterLocks, LOCK_SORTS, sortLocks, type LockSort } from '../lock-listing.js';
+import { filterLocks, holdersOf, holdersOfLimit, LOCK_SORTS, lockKind, sortLocks, type LockSort } from '../lock-listing.js';
 
 interface LsOptions {
   prefix?: string;
@@ -23,10 +26,10 @@ export function registerLocks(program: Command, ctx: CliContext): Command {
 
   locks
     .command('ls')
-    .description('list held locks (filters and --sort read every page, then show --limit rows)')
+    .description('list held locks: kind, holders/limit and the lowest-token holder (filters and --sort read every page, then show --limit rows)')
     .option('--prefix <prefix>', 'only keys starting with this')
-    .option('--owner <owner>', 'only locks of sessions with this owner')
-    .option('--session <sessionId>', 'only locks of this session')
+    .option('--owner <owner>', 'only locks one of whose holders has this owner')
+    .option('--session <sessionId>', 'only locks one of whose holders is this session')
     .addOption(new Option('--older-than <duration>', 'only locks held at least this long (90s, 15m, 2h)').argParser(parseDuration))
     .addOption(new Option('--sort <order>', 'age: oldest first; waiters: most first; key').choices(LOCK_SORTS))
     .option('--limit <n>', 'rows', '100')
@@ -48,9 +51,12 @@ export function registerLocks(program: Command, ctx: CliContext): Command {
       }
       const now = Date.now();
       ctx.print(page, (wide) => {
-        const head = ['KEY', 'OWNER', 'SESSION', 'TOKEN', 'GRANTED', 'EXPIRES', 'WAITERS', ...(wide ? ['GRANTED AT', 'EXPIRES AT'] : [])];
+        const head = ['KEY', 'KIND', 'HOLDERS', 'OWNER', 'SESSION', 'TOKEN', 'GRANTED', 'EXPIRES', 'WAITERS', ...(wide ? ['GRANTED AT', 'EXPIRES AT'] : [])];
+        // OWNER … EXPIRES: the holder with the lowest token (the oldest grant); `locks show KEY` lists every one.
         const rows = page.items.map((l) => [
           l.key,
+          lockKind(l),
+          holdersOfLimit(l),
           l.owner ?? '',
           l.sessionId ?? '',
           l.fencingToken ?? '',
@@ -65,30 +71,57 @@ export function registerLocks(program: Command, ctx: CliContext): Command {
 
   locks
     .command('show <key>')
-    .description('show one lock (LockInfo)')
+    .description('show one lock (LockInfo): its kind and every holder with token, owner, session and value')
     .action(async (key: string) => {
       const info = await (await ctx.api()).readLock(key);
-      ctx.print(info, () =>
-        info.held
-          ? formatTable(
-              ['FIELD', 'VALUE'],
-              [
-                ['key', info.key],
-                ['held', 'yes'],
-                ['owner', info.owner ?? ''],
-                ['session', info.sessionId ?? ''],
-                ['fencing token', info.fencingToken ?? ''],
-                // A value is anyone's text: escaped, so it cannot write terminal control sequences.
-                ...(info.holders?.[0]?.value !== undefined ? [['value', visibleValue(info.holders[0].value)]] : []),
-                ['granted', info.grantedAt ? `${iso(info.grantedAt)} (${timeAgo(info.grantedAt)})` : ''],
-                ['expires', info.expiresAt ? `${iso(info.expiresAt)} (${relativeTime(info.expiresAt)})` : ''],
-                ['waiters', String(info.waiterCount)],
-              ],
-            )
-          : `${info.key}: not held (waiters: ${info.waiterCount})`,
-      );
+      ctx.print(info, () => (info.held ? describeHeld(info) : `${info.key}: not held (waiters: ${info.waiterCount})`));
     });
   return locks;
+}
+
+/**
+ * A held key: one holder as FIELD/VALUE rows (a mutex, as before v3); several (a semaphore's permits,
+ * shared holders) as the key's rows and then a table of every holder, lowest token (oldest grant) first.
+ */
+function describeHeld(info: LockInfo): string {
+  const holders = holdersOf(info);
+  const kindRows = [
+    ['kind', lockKind(info)],
+    ['holders', holdersOfLimit(info)],
+  ];
+  const only = holders.length === 1 ? holders[0]! : undefined;
+  if (only !== undefined) {
+    return formatTable(
+      ['FIELD', 'VALUE'],
+      [
+        ['key', info.key],
+        ['held', 'yes'],
+        ...kindRows,
+        ['owner', only.owner],
+        ['session', only.sessionId],
+        ['fencing token', only.fencingToken],
+        // A value is anyone's text: escaped, so it cannot write terminal control sequences.
+        ...(only.value !== undefined ? [['value', visibleValue(only.value)]] : []),
+        ['granted', `${iso(only.grantedAt)} (${timeAgo(only.grantedAt)})`],
+        ['expires', `${iso(only.expiresAt)} (${relativeTime(only.expiresAt)})`],
+        ['waiters', String(info.waiterCount)],
+      ],
+    );
+  }
+  const now = Date.now();
+  const summary = formatTable(['FIELD', 'VALUE'], [['key', info.key], ['held', 'yes'], ...kindRows, ['waiters', String(info.waiterCount)]]);
+  const table = formatTable(
+    ['TOKEN', 'OWNER', 'SESSION', 'GRANTED', 'EXPIRES', 'VALUE'],
+    holders.map((h) => [
+      h.fencingToken,
+      h.owner,
+      h.sessionId,
+      `${iso(h.grantedAt)} (${timeAgo(h.grantedAt, now)})`,
+      relativeTime(h.expiresAt, now),
+      h.value === undefined ? '' : visibleValue(h.value),
+    ]),
+  );
+  return `${summary}\n\n${table}`;
 }
 
 function iso(at: number | undefined): string {

@@ -6,9 +6,9 @@ import { EXIT } from '../exit-codes.js';
 export function registerRevoke(program: Command, ctx: CliContext): void {
   program
     .command('revoke <key>')
-    .description('force-revoke a lock (operator); audited')
+    .description('force-revoke a lock (operator): the grant --expect-token names (one permit of a semaphore, one shared holder), else the lowest-token one; audited')
     .requiredOption('--reason <reason>', 'why (recorded in the audit trail)')
-    .option('--expect-token <token>', 'revoke only if this fencing token still holds')
+    .option('--expect-token <token>', 'revoke the grant with this fencing token, only if it still holds')
     .action(async (key: string, opts: { reason: string; expectToken?: string }) => {
       const outcome = await (await ctx.api()).revoke(key, opts.reason, opts.expectToken);
       ctx.print(outcome, () => {
@@ -18,7 +18,8 @@ export function registerRevoke(program: Command, ctx: CliContext): void {
           case 'NOT_HELD':
             return `nothing revoked: ${key} is not held; audit entry ${outcome.auditId}`;
           default:
-            return `nothing revoked: ${key} is now held with a different fencing token than ${opts.expectToken}; audit entry ${outcome.auditId}`;
+            // A semaphore or shared key has several holders: none of them holds with the expected token now.
+            return `nothing revoked: no holder of ${key} has fencing token ${opts.expectToken} now (that grant ended; others hold the key); audit entry ${outcome.auditId}`;
         }
       });
       if (outcome.outcome !== 'REVOKED') process.exitCode = EXIT.unchanged;

@@ -2,7 +2,8 @@
  * An in-memory model of the C3 lock routes the SDK uses (L1–L7), for the
  * clock-driven unit tests and the seeded simulation. It keeps the contract's
  * rules — strictly increasing tokens, idempotent L4 for the holder, L5/L6
- * compare on (key, token), TTL expiry of locks and sessions, the session
+ * compare on (key, token), TTL expiry of locks and sessions, a grant of the
+ * `mode`/`limit` L4 asked for (v3; still one holder per key), the session
  * capability (L1 hands out a sessionToken; L2–L6 need it as a bearer token:
  * 404 for a session that is not live, 401 for a wrong or missing token) — and
  * takes its time from the same Clock as the clients. Real-server behaviour is covered
@@ -40,6 +41,9 @@ interface Lock {
   ttlMillis: number;
   grantedAt: number;
   expiresAt: number;
+  /** v3: as L4 asked (one holder per key all the same: the model keeps mutexes only). */
+  mode: string;
+  limit: number;
 }
 
 export interface Answer {
@@ -157,6 +161,8 @@ export class FakeLockServer {
           ttlMillis,
           grantedAt: now,
           expiresAt: now + ttlMillis,
+          mode: (body.mode as string | undefined) ?? 'exclusive',
+          limit: (body.limit as number | undefined) ?? 1,
         };
         this.locks.set(key, lock);
         return { status: 200, body: grantBody(lock) };
@@ -227,6 +233,8 @@ function grantBody(lock: Lock): Record<string, unknown> {
     ttlMillis: lock.ttlMillis,
     grantedAt: lock.grantedAt,
     expiresAt: lock.expiresAt,
+    mode: lock.mode,
+    limit: lock.limit,
   };
 }
 

@@ -1,0 +1,133 @@
+/**
+ * `session.acquire(key, { mode, limit })` (issue 23 slice 2) against the scripted fake server:
+ * what L4 carries (mode/limit only when not a mutex's), what is refused before anything is sent,
+ * 409 LIMIT_MISMATCH as LimitMismatchError (one call, not retried), the handle's `mode`/`limit`
+ * from its grant, a nested acquire of another kind refused, a waiting semaphore acquire waiting
+ * on the server like a mutex one, and a grant of another kind than asked given back.
+ */
+import { describe, expect, it } from 'vitest';
+import { LimitMismatchError, ValidationError } from '../../client/errors.js';
+import type { AcquireOptions } from '../../client/session.js';
+import { error } from './support/fake-lock-server.js';
+import { fakeWorld, type FakeWorld } from './support/fake-world.js';
+
+const l4Bodies = (world: FakeWorld) => world.server.calls.filter((c) => c.route === 'L4').map((c) => c.body);
+
+describe('acquire with mode and limit', () => {
+  it('sends limit and mode only when not a mutex’s; the handle tells its grant’s mode and limit', async () => {
+    const world = fakeWorld();
+    const session = await world.run(world.client().openSession({ ttlMillis: 60_000 }));
+    const mutex = (await world.run(session.acquire('m')))!;
+    const explicitMutex = (await world.run(session.acquire('m2', { mode: 'exclusive', limit: 1 })))!;
+    const permit = (await world.run(session.acquire('s', { limit: 3 })))!;
+    const reader = (await world.run(session.acquire('r', { mode: 'shared' })))!;
+    expect(l4Bodies(world).map(({ mode, limit }) => ({ mode, limit }))).toEqual([
+      { mode: undefined, limit: undefined },
+      { mode: undefined, limit: undefined },
+      { mode: undefined, limit: 3 },
+      { mode: 'shared', limit: undefined },
+    ]);
+    expect([mutex, explicitMutex, permit, reader].map((h) => [h.mode, h.limit])).toEqual([
+      ['exclusive', 1],
+      ['exclusive', 1],
+      ['exclusive', 3],
+      ['shared', 1],
+    ]);
+  });
+
+  it('a grant without mode or limit (a server before v3) is a mutex', async () => {
+    const world = fakeWorld();
+    const session = await world.run(world.client().openSession({ ttlMillis: 60_000 }));
+    world.server.intercept = (c) => {
+      if (c.route !== 'L4') return undefined;
+      const now = world.clock.now();
+      return { status: 200, body: { key: 'old', sessionId: session.sessionId, fencingToken: '7', ttlMillis: 30_000, grantedAt: now, expiresAt: now + 30_000 } };
+    };
+    const handle = (await world.run(session.acquire('old')))!;
+    expect([handle.mode, handle.limit]).toEqual(['exclusive', 1]);
+  });
+
+  it.each<[string, AcquireOptions]>([
+    ['shared with limit 2', { mode: 'shared', limit: 2 }],
+    ['limit 0', { limit: 0 }],
+    ['limit 1001', { limit: 1_001 }],
+    ['limit 2.5', { limit: 2.5 }],
+    ['limit NaN', { limit: Number.NaN }],
+    ['limit as a string', { limit: '3' as unknown as number }],
+    ['an unknown mode', { mode: 'read' as unknown as 'shared' }],
+  ])('refuses %s with a ValidationError before anything is sent', async (_, options) => {
+    const world = fakeWorld();
+    const session = await world.run(world.client().openSession({ ttlMillis: 60_000 }));
+    await expect(world.run(session.acquire('k', options))).rejects.toBeInstanceOf(ValidationError);
+    await expect(world.run(session.acquireAll(['k', 'j'], options))).rejects.toBeInstanceOf(ValidationError);
+    await expect(world.run(session.withLock('k', () => 1, options))).rejects.toBeInstanceOf(ValidationError);
+    expect(world.server.count('L4')).toBe(0);
+  });
+
+  it('409 LIMIT_MISMATCH: LimitMismatchError after one L4, not retryable, naming the key and the limit asked', async () => {
+    const world = fakeWorld();
+    world.server.intercept = (c) => (c.route === 'L4' ? error(409, 'LIMIT_MISMATCH', 'the key is held with limit 2') : undefined);
+    const session = await world.run(world.client().openSession({ ttlMillis: 60_000 }));
+    const thrown = await world.run(session.acquire('s', { limit: 3, policy: { waitMillis: 5_000, totalBudgetMillis: 20_000 } })).catch((e: unknown) => e);
+    expect(thrown).toBeInstanceOf(LimitMismatchError);
+    const mismatch = thrown as LimitMismatchError;
+    expect([mismatch.code, mismatch.retryable, mismatch.key, mismatch.limit]).toEqual(['LIMIT_MISMATCH', false, 's', 3]);
+    expect(mismatch.serverMessage).toBe('the key is held with limit 2');
+    expect(mismatch.requestId).toMatch(/^req-/);
+    expect(world.server.count('L4')).toBe(1);
+    expect(session.lost).toBe(false);
+  });
+
+  it('a waiting semaphore or shared acquire waits on the server like a mutex one (waitMillis sent with limit / mode)', async () => {
+    const world = fakeWorld();
+    let contended = 2;
+    world.server.intercept = (c) => (c.route === 'L4' && contended-- > 0 ? error(409, 'LOCK_CONTENDED', 'held', true) : undefined);
+    const session = await world.run(world.client().openSession({ ttlMillis: 60_000 }));
+    const handle = await world.run(session.acquire('s', { limit: 4, policy: { waitMillis: 2_000, totalBudgetMillis: 30_000 } }));
+    expect(handle).not.toBeNull();
+    contended = 1;
+    await world.run(session.acquire('r', { mode: 'shared', policy: { waitMillis: 2_000, totalBudgetMillis: 30_000 } }));
+    const bodies = l4Bodies(world);
+    expect(bodies).toHaveLength(5);
+    for (const body of bodies) expect(body.waitMillis).toBe(2_000);
+    expect(bodies.slice(0, 3).every((b) => b.limit === 4 && b.mode === undefined)).toBe(true);
+    expect(bodies.slice(3).every((b) => b.mode === 'shared' && b.limit === undefined)).toBe(true);
+  });
+
+  it('a nested acquire of the held kind nests (no L4); of another kind it is a ValidationError, the hold unchanged', async () => {
+    const world = fakeWorld();
+    const session = await world.run(world.client().openSession({ ttlMillis: 60_000 }));
+    const reader = (await world.run(session.acquire('r', { mode: 'shared' })))!;
+    expect(await world.run(session.acquire('r', { mode: 'shared' }))).toBe(reader);
+    await expect(world.run(session.acquire('r'))).rejects.toThrow(/holds "r" as shared; a nested acquire cannot ask for a mutex/);
+    await expect(world.run(session.acquire('r', { limit: 2 }))).rejects.toBeInstanceOf(ValidationError);
+    expect(world.server.count('L4')).toBe(1);
+    await world.run(session.release(reader));
+    await world.run(session.release(reader));
+    expect(world.server.count('L6')).toBe(1);
+  });
+
+  it('a grant of another kind than asked (left by an abandoned acquire of this session) is given back and taken again', async () => {
+    const world = fakeWorld();
+    const session = await world.run(world.client().openSession({ ttlMillis: 60_000 }));
+    // The first answer is a mutex grant the session already had (the server answers the grant it has, whatever is asked).
+    world.server.intercept = (c) => {
+      if (c.route !== 'L4') return undefined;
+      world.server.intercept = undefined;
+      const now = world.clock.now();
+      return { status: 200, body: { key: 's', sessionId: session.sessionId, fencingToken: '900', ttlMillis: 30_000, grantedAt: now, expiresAt: now + 30_000, mode: 'exclusive', limit: 1 } };
+    };
+    const handle = (await world.run(session.acquire('s', { limit: 2 })))!;
+    expect([handle.mode, handle.limit]).toEqual(['exclusive', 2]);
+    expect(world.server.calls.filter((c) => c.route === 'L4' || c.route === 'L6').map((c) => `${c.route} ${String(c.body.fencingToken ?? '')}`)).toEqual([
+      'L4 ',
+      'L6 900',
+      'L4 ',
+    ]);
+  });
+    const session = await world.run(world.client().openSession({ ttlMillis: 60_000 }));
+    const handle = (await world.run(session.acquire('s', { limit: 2 })))!;
+    expect([handle.mode, handle.limit]).toEqual(['exclusive', 2]);
+    expect(world.server.calls.filter((c) => c.route === 'L4' || c.route === 'L6').map((c) => c.route)).toEqual(['L4', 'L6', 'L4']);
+  });
+});
