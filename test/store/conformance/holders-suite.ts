@@ -13,7 +13,8 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { compareFencingTokens, type FencingToken } from '../../../contract/records.js';
+import type { FencingToken } from '../../../contract/records.js';
+import { compareFencingTokens } from '../../../contract/wire-rules.js';
 import type { AcquireAttempt, HeldLock, LockStore, TryAcquireResult } from '../../../lock/store/spi.js';
 import { eventually } from '../../support/http.js';
 import { openTestSession, type TestSession } from '../../support/store-sessions.js';
