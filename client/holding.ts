@@ -48,6 +48,11 @@ export function grantHolding(grant: LockGrant): Holding {
   return limit === 1 && mode === 'exclusive' ? MUTEX_HOLDING : Object.freeze({ mode, limit });
 }
 
+/** Grants of this kind may coexist on a key (a semaphore's permits, shared holders); a mutex's never. */
+export function isMultiHolder(holding: Holding): boolean {
+  return holding.mode === 'shared' || holding.limit > 1;
+}
+
 export function sameHolding(a: Holding, b: Holding): boolean {
   return a.mode === b.mode && a.limit === b.limit;
 }

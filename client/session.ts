@@ -412,7 +412,7 @@ export class LockSession {
             },
             vet: async (grant, sentAt) => {
               // Throws FencedOutError for a token below one this client was granted before.
-              const known = rt.watermark.admit(key, grant.fencingToken) === 'seen';
+              const known = rt.watermark.admit(key, grant.fencingToken, this.sessionId, grantHolding(grant)) === 'seen';
               const earliest = Math.min(sentAt, this.#earliestUnanswered(key) ?? sentAt);
               const deadline = conservativeDeadline(earliest, grant.ttlMillis, rt.safetyMarginMillis);
               // Another kind than asked is a grant an abandoned acquire of this session left (the server
