@@ -28,8 +28,8 @@ export { NodeHttpTransport } from './node-http-transport.js';
 export type { NodeHttpTransportOptions } from './node-http-transport.js';
 export { EndpointsTransport } from './endpoints.js';
 export type { Transport, TransportRequest, TransportResponse, HttpMethod } from './transport.js';
-export { fenced, compareFencingTokens } from './fenced.js';
-export type { FenceStore } from './fenced.js';
+export { fenced, fencedRead, fencedWrite, compareFencingTokens } from './fenced.js';
+export type { FenceStore, ReadWriteFence } from './fenced.js';
 export { canonicalKeyOrder, validateKey } from './keys.js';
 export {
   HoldfastClientError,

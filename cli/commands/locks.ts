@@ -51,18 +51,19 @@ export function registerLocks(program: Command, ctx: CliContext): Command {
       }
       const now = Date.now();
       ctx.print(page, (wide) => {
-        const head = ['KEY', 'KIND', 'HOLDERS', 'OWNER', 'SESSION', 'TOKEN', 'GRANTED', 'EXPIRES', 'WAITERS', ...(wide ? ['GRANTED AT', 'EXPIRES AT'] : [])];
+        // KIND and HOLDERS (v3) come after the columns scripts already read by position.
+        const head = ['KEY', 'OWNER', 'SESSION', 'TOKEN', 'GRANTED', 'EXPIRES', 'WAITERS', 'KIND', 'HOLDERS', ...(wide ? ['GRANTED AT', 'EXPIRES AT'] : [])];
         // OWNER … EXPIRES: the holder with the lowest token (the oldest grant); `locks show KEY` lists every one.
         const rows = page.items.map((l) => [
           l.key,
-          lockKind(l),
-          holdersOfLimit(l),
           l.owner ?? '',
           l.sessionId ?? '',
           l.fencingToken ?? '',
           l.grantedAt ? timeAgo(l.grantedAt, now) : '',
           l.expiresAt ? relativeTime(l.expiresAt, now) : '',
           String(l.waiterCount),
+          lockKind(l),
+          holdersOfLimit(l),
           ...(wide ? [iso(l.grantedAt), iso(l.expiresAt)] : []),
         ]);
         return `${formatTable(head, rows)}${page.nextCursor ? `\nmore: --cursor ${page.nextCursor}` : ''}`;

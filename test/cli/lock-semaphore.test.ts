@@ -90,7 +90,7 @@ describe('holdfast lock -n N and --shared', () => {
     const ls = await holdfast(server, ['locks', 'ls', '--prefix', key]);
     expect(ls.code, ls.stderr).toBe(0);
     const row = ls.stdout.split('\n').find((line) => line.startsWith(key))!;
-    expect(row).toMatch(/\bsemaphore\s+2\/2\b/);
+    expect(row).toMatch(/\bsemaphore\s+2\/2$/);
     expect(row).toMatch(/\b\d+[smh] ago\b/);
     expect(ls.stdout).not.toMatch(/\bin 0s\b/);
     // locks show: every holder with its token and owner.
@@ -129,7 +129,7 @@ describe('holdfast lock -n N and --shared', () => {
     await eventually(async () => runningTokens(log).length === 3, 60_000);
     expect((await read(key)).mode).toBe('shared');
     const ls = await holdfast(server, ['locks', 'ls', '--prefix', key]);
-    expect(ls.stdout.split('\n').find((line) => line.startsWith(key))).toMatch(/\bshared\s+3\b/);
+    expect(ls.stdout.split('\n').find((line) => line.startsWith(key))).toMatch(/\bshared\s+3$/);
 
     const writer = lock([key, '--ttl', '5000', '--', 'sh', '-c', job(log, 'writer')]);
     await eventually(async () => (await read(key)).waiterCount >= 1, 60_000);
