@@ -89,14 +89,14 @@ describe('holdfast lock -n N and --shared', () => {
     // locks ls: kind and holders/limit; the grants are seconds old at most and read "… ago".
     const ls = await holdfast(server, ['locks', 'ls', '--prefix', key]);
     expect(ls.code, ls.stderr).toBe(0);
-    const row = ls.stdout.split('\n').find((line) => line.startsWith(key))!;
+    const row = ls.stdout.split('\n').find((line) => line.trimStart().startsWith(key))!;
     expect(row).toMatch(/\bsemaphore\s+2\/2$/);
     expect(row).toMatch(/\b\d+[smh] ago\b/);
     expect(ls.stdout).not.toMatch(/\bin 0s\b/);
     // locks show: every holder with its token and owner.
     const show = await holdfast(server, ['locks', 'show', key]);
     expect(show.code, show.stderr).toBe(0);
-    for (const holder of held.holders) expect(show.stdout).toMatch(new RegExp(`^${holder.fencingToken}\\s+holdfast lock .+ pid \\d+`, 'm'));
+    for (const holder of held.holders) expect(show.stdout).toMatch(new RegExp(`^\\s*${holder.fencingToken}\\s+holdfast lock .+ pid \\d+`, 'm'));
 
     // Another limit while the key is held: refused, CMD never runs.
     const mismatch = await holdfast(server, ['lock', '-n', '3', key, '--', 'sh', '-c', `echo ran >> ${dir}/mismatch.log`]);
@@ -129,7 +129,7 @@ describe('holdfast lock -n N and --shared', () => {
     await eventually(async () => runningTokens(log).length === 3, 60_000);
     expect((await read(key)).mode).toBe('shared');
     const ls = await holdfast(server, ['locks', 'ls', '--prefix', key]);
-    expect(ls.stdout.split('\n').find((line) => line.startsWith(key))).toMatch(/\bshared\s+3$/);
+    expect(ls.stdout.split('\n').find((line) => line.trimStart().startsWith(key))).toMatch(/\bshared\s+3$/);
 
     const writer = lock([key, '--ttl', '5000', '--', 'sh', '-c', job(log, 'writer')]);
     await eventually(async () => (await read(key)).waiterCount >= 1, 60_000);
