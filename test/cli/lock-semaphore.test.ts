@@ -63,6 +63,8 @@ describe('holdfast lock -n N and --shared', () => {
     return cli;
   };
   const read = async (key: string) => (await api.read(key)).body as LockInfo;
+  /** What the lock processes said (their stderr), for a failure's message. */
+  const said = () => running.map(({ child, stderr }) => `pid ${child.pid}: ${stderr().trim()}`).join('\n');
   /** The most CMDs between a start and its end at any instant of the log. */
   const mostAtOnce = (all: Event[], roles?: (role: string) => boolean) => {
     let now = 0;
@@ -84,13 +86,13 @@ describe('holdfast lock -n N and --shared', () => {
     expect(runningTokens(log)).toHaveLength(2);
     const held = await read(key);
     expect({ mode: held.mode, limit: held.limit }).toEqual({ mode: 'exclusive', limit: 2 });
-    expect(held.holders.map((h) => h.fencingToken).sort()).toEqual([...runningTokens(log)].sort());
+    expect(held.holders.map((h) => h.fencingToken).sort(), said()).toEqual([...runningTokens(log)].sort());
 
     // locks ls: kind and holders/limit; the grants are seconds old at most and read "… ago".
     const ls = await holdfast(server, ['locks', 'ls', '--prefix', key]);
     expect(ls.code, ls.stderr).toBe(0);
     const row = ls.stdout.split('\n').find((line) => line.trimStart().startsWith(key))!;
-    expect(row).toMatch(/\bsemaphore\s+2\/2$/);
+    expect(row, ls.stdout).toMatch(/\bsemaphore\s+2\/2$/);
     expect(row).toMatch(/\b\d+[smh] ago\b/);
     expect(ls.stdout).not.toMatch(/\bin 0s\b/);
     // locks show: every holder with its token and owner.
@@ -129,7 +131,7 @@ describe('holdfast lock -n N and --shared', () => {
     await eventually(async () => runningTokens(log).length === 3, 60_000);
     expect((await read(key)).mode).toBe('shared');
     const ls = await holdfast(server, ['locks', 'ls', '--prefix', key]);
-    expect(ls.stdout.split('\n').find((line) => line.trimStart().startsWith(key))).toMatch(/\bshared\s+3$/);
+    expect(ls.stdout.split('\n').find((line) => line.trimStart().startsWith(key)), `${ls.stdout}\n${said()}`).toMatch(/\bshared\s+3$/);
 
     const writer = lock([key, '--ttl', '5000', '--', 'sh', '-c', job(log, 'writer')]);
     await eventually(async () => (await read(key)).waiterCount >= 1, 60_000);
