@@ -5,6 +5,10 @@
  * - LOCK_CONTENDED / CONTENTION_EXCEEDED: sleep a full-jitter delay (at least
  *   the server's Retry-After on 429) and retry only if the remaining budget
  *   exceeds the delay plus one estimated round trip — otherwise not granted.
+ *   A LOCK_CONTENDED that ends a server-side wait the server ran to its end is
+ *   retried at once: the wait paced it, and the acquire is waiting on the server
+ *   again within a round trip (v3: an exclusive wait that lapses between two L4s
+ *   lets new shared holders in ahead of it — writer preference needs it kept).
  * - NOT_LEADER or no answer: retry after a short fixed floor (plus jitter), still
  *   inside the budget; when the budget runs out, throw NotLeaderError / TransportError.
  *   When the server's latest answer during this acquire was NOT_LEADER, running out on
@@ -20,7 +24,8 @@
  * - A FencedOutError from the grant check is thrown, never retried.
  * - A grant the callee discards (an existing grant it already knew, or one too old
  *   to vouch for — see LockSession) is retried like contention.
- * - At most `maxAttempts` L4 calls; a server-side wait is trimmed to fit the budget,
+ * - At most `maxAttempts` L4 calls; a server-side wait is trimmed to fit the budget and
+ *   to `longestWaitMillis` (half the life the SDK can vouch for of the grant it may bring),
  *   and a request still unanswered a grace period after the deadline is abandoned
  *   (a grant it may have made expires with its TTL or the session).
  *
@@ -56,6 +61,8 @@ export interface AcquireLoopParams {
   policy: AcquirePolicy;
   /** Monotonic ms; computed once by the caller. */
   deadline: number;
+  /** The longest server-side wait of one L4 (runtime.ts `longestVouchedWaitMillis` of the TTL asked). */
+  longestWaitMillis: number;
   /** How long one L4 may go unanswered beyond its server-side wait before it is retried. */
   requestTimeoutMillis: number;
   signal: AbortSignal | undefined;
@@ -92,7 +99,7 @@ export async function runAcquireLoop(p: AcquireLoopParams): Promise<AcquireLoopR
     signal?.throwIfAborted();
     p.assertUsable();
     const remaining = deadline - clock.now();
-    const serverWait = Math.max(0, Math.min(policy.waitMillis, Math.floor(remaining - p.rtt.millis)));
+    const serverWait = Math.max(0, Math.min(policy.waitMillis, p.longestWaitMillis, Math.floor(remaining - p.rtt.millis)));
     p.progress.attempts += 1;
     const attempt = p.progress.attempts;
     const sentAt = clock.now();
@@ -146,7 +153,7 @@ export async function runAcquireLoop(p: AcquireLoopParams): Promise<AcquireLoopR
     switch (answer.code) {
       case 'LOCK_CONTENDED':
         p.heldByOther();
-        delay = p.backoff.delay(attempt - 1);
+        delay = serverWait > 0 && clock.now() - sentAt >= serverWait ? 0 : p.backoff.delay(attempt - 1);
         exhausted = () => ({ granted: false });
         break;
       case 'CONTENTION_EXCEEDED':

@@ -13,8 +13,8 @@ import type { LockHandle } from './handle.js';
 import type { ClientLogger } from './logger.js';
 import { AcquirePolicy, MAX_WAIT_MILLIS } from './policy.js';
 import type { RandomSource } from './random.js';
-import { TRANSIENT_FLOOR_MILLIS } from './runtime.js';
-import { LOCK_TTL_MILLIS, type FencingToken } from './wire.js';
+import { longestVouchedWaitMillis, TRANSIENT_FLOOR_MILLIS } from './runtime.js';
+import type { FencingToken } from './wire.js';
 
 export interface CampaignOptions {
   /** TTL of the leadership grant in ms (renewed every third of it); the server's default when omitted. */
@@ -32,11 +32,9 @@ export interface CampaignOptions {
  * Without `ttlMillis` the grant's TTL is the server's default, taken to be C3's 30 s.
  */
 export function campaignRound(ttlMillis: number | undefined, safetyMarginMillis: number): AcquirePolicy {
-  const ttl = ttlMillis ?? LOCK_TTL_MILLIS.default;
-  const vouched = ttl - Math.min(safetyMarginMillis, Math.floor(ttl / 4));
   return new AcquirePolicy({
     totalBudgetMillis: 60_000,
-    waitMillis: Math.max(1, Math.min(MAX_WAIT_MILLIS, Math.floor(vouched / 2))),
+    waitMillis: Math.min(MAX_WAIT_MILLIS, longestVouchedWaitMillis(ttlMillis, safetyMarginMillis)),
     maxAttempts: 1_000,
     baseBackoffMillis: 50,
     maxBackoffMillis: 1_000,

@@ -12,6 +12,7 @@ import type { RandomSource } from './random.js';
 import type { RoundTripEstimator } from './rtt.js';
 import type { AcquireTracer } from './tracing.js';
 import type { TokenWatermark } from './watermark.js';
+import { LOCK_TTL_MILLIS } from './wire.js';
 
 export interface ClientRuntime {
   readonly api: LockApi;
@@ -42,4 +43,15 @@ export const TRANSIENT_FLOOR_MILLIS = 100;
  */
 export function conservativeDeadline(sentAt: number, ttlMillis: number, marginMillis: number): number {
   return sentAt + ttlMillis - Math.min(marginMillis, Math.floor(ttlMillis / 4));
+}
+
+/**
+ * The longest server-side wait worth asking for a grant of `ttlMillis` (undefined: C3's default
+ * TTL): half the life the SDK can vouch for. A grant is vouched for from the send time of its
+ * L4, so one answered at the end of a longer wait is older than that — given back and taken
+ * again, a holder for an instant — or too close to its deadline to renew in time. Waiting in
+ * such rounds (each answered LOCK_CONTENDED and sent again at once) costs one L4 per round.
+ */
+export function longestVouchedWaitMillis(ttlMillis: number | undefined, marginMillis: number): number {
+  return Math.max(1, Math.floor(conservativeDeadline(0, ttlMillis ?? LOCK_TTL_MILLIS.default, marginMillis) / 2));
 }

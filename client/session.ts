@@ -39,7 +39,7 @@ import { campaignRound, campaignUntilElected, Leadership, type CampaignOptions }
 import { AcquirePolicy, type AcquirePolicyInit } from './policy.js';
 import { sendProclaim, type ProclaimContext } from './proclaim.js';
 import { startRenewer } from './renewer.js';
-import { conservativeDeadline, type ClientRuntime } from './runtime.js';
+import { conservativeDeadline, longestVouchedWaitMillis, type ClientRuntime } from './runtime.js';
 import { retryTransient, SHORT_BUDGET } from './transient.js';
 import type { ClientAttemptOutcome } from '../contract/metric-table.js';
 import { validateValue } from './values.js';
@@ -393,6 +393,7 @@ export class LockSession {
             rtt: rt.rtt,
             policy,
             deadline,
+            longestWaitMillis: longestVouchedWaitMillis(ttlMillis, rt.safetyMarginMillis),
             requestTimeoutMillis: rt.requestTimeoutMillis,
             signal,
             progress,

@@ -3,12 +3,16 @@
  * what L4 carries (mode/limit only when not a mutex's), what is refused before anything is sent,
  * 409 LIMIT_MISMATCH as LimitMismatchError (one call, not retried), the handle's `mode`/`limit`
  * from its grant, a nested acquire of another kind refused, a waiting semaphore acquire waiting
- * on the server like a mutex one, and a grant of another kind than asked given back.
+ * on the server like a mutex one, and a grant of another kind than asked given back. Server-side
+ * waits: each at most half the grant's vouched life, and one the server ran to its end is
+ * followed by the next L4 at once (a waiting writer stays recorded, so readers cannot slip in).
  */
 import { describe, expect, it } from 'vitest';
 import { LimitMismatchError, ValidationError } from '../../client/errors.js';
 import type { AcquireOptions } from '../../client/session.js';
+import type { Transport, TransportRequest, TransportResponse } from '../../client/transport.js';
 import { error } from './support/fake-lock-server.js';
+import { FakeTransport } from './support/fake-transport.js';
 import { fakeWorld, type FakeWorld } from './support/fake-world.js';
 
 const l4Bodies = (world: FakeWorld) => world.server.calls.filter((c) => c.route === 'L4').map((c) => c.body);
@@ -122,5 +126,53 @@ describe('acquire with mode and limit', () => {
     expect([handle.mode, handle.limit]).toEqual(['exclusive', 2]);
     const onS = world.server.calls.filter((c) => (c.route === 'L4' || c.route === 'L6') && c.path.includes('/s/'));
     expect(onS.map((c) => `${c.route} ${String(c.body.fencingToken ?? '')}`)).toEqual(['L4 ', 'L6 1', 'L4 ']);
+  });
+});
+
+/** The fake server with real server-side waits: a contended L4 is answered when its `waitMillis` has passed. */
+class WaitingServer implements Transport {
+  contendedAnswers: number;
+  constructor(
+    private readonly world: FakeWorld,
+    contended: number,
+    private readonly inner = new FakeTransport(world.server, world.clock),
+  ) {
+    this.contendedAnswers = contended;
+  }
+  async send(request: TransportRequest): Promise<TransportResponse> {
+    const body = (request.body ?? {}) as { waitMillis?: number };
+    if (request.path.endsWith('/acquire') && this.contendedAnswers > 0) {
+      this.contendedAnswers -= 1;
+      this.world.server.intercept = () => error(409, 'LOCK_CONTENDED', 'held', true);
+      const answer = await this.inner.send(request);
+      this.world.server.intercept = undefined;
+      await this.world.clock.sleep(body.waitMillis ?? 0, request.signal);
+      return answer;
+    }
+    return this.inner.send(request);
+  }
+}
+
+describe('server-side waits', () => {
+  it('each wait is at most half the vouched life of the TTL asked; one the server waited out is followed by the next L4 at once; the grant is kept', async () => {
+    const world = fakeWorld();
+    const client = world.client({ transport: new WaitingServer(world, 3) });
+    const session = await world.run(client.openSession({ ttlMillis: 60_000 }));
+    // TTL 5 s, margin 500 ms: vouched for 4.5 s from the L4's send, so waits of 2.25 s.
+    const handle = await world.run(session.acquire('w', { ttlMillis: 5_000, policy: { waitMillis: 30_000, totalBudgetMillis: 20_000 } }));
+    expect(handle).not.toBeNull();
+    const l4 = world.server.calls.filter((c) => c.route === 'L4');
+    expect(l4.map((c) => c.body.waitMillis)).toEqual([2_250, 2_250, 2_250, 2_250]);
+    expect(l4.slice(1).map((c, i) => c.at - l4[i]!.at)).toEqual([2_250, 2_250, 2_250]);
+    expect(world.server.count('L6')).toBe(0);
+    expect(handle!.lost).toBe(false);
+  });
+
+  it('without ttlMillis the waits are half the vouched life of C3’s default TTL (30 s)', async () => {
+    const world = fakeWorld();
+    const client = world.client({ transport: new WaitingServer(world, 1) });
+    const session = await world.run(client.openSession({ ttlMillis: 60_000 }));
+    await world.run(session.acquire('w', { policy: { waitMillis: 30_000, totalBudgetMillis: 60_000 } }));
+    expect(world.server.calls.filter((c) => c.route === 'L4').map((c) => c.body.waitMillis)).toEqual([14_750, 14_750]);
   });
 });
