@@ -19,6 +19,9 @@ import { eventually, httpClient } from '../support/http.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { holdfast, startCli, type RunningCli } from './run-cli.js';
 
+/** Long enough that a CMD's lock outlives a stalled renewal on a loaded machine; the test, not the TTL, ends each hold. */
+const TTL_MILLIS = 15_000;
+
 type Event = { what: 'start' | 'end'; role: string; token: string; at: bigint };
 
 describe('holdfast lock -n N and --shared', () => {
@@ -38,11 +41,13 @@ describe('holdfast lock -n N and --shared', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  /** CMD: log its start, wait for `end.TOKEN`, log its end (nanoseconds of the wall clock, one machine). */
+  /** CMD: log its start, wait for `end.TOKEN` (or SIGTERM), log its end (nanoseconds of the wall clock, one machine). */
   const job = (log: string, role: string) =>
     [
       'T=$HOLDFAST_FENCING_TOKEN',
       `echo "start ${role} $T $(date +%s%N)" >> ${log}`,
+      // A lost lock stops CMD (SIGTERM): that ends its hold too, and the exit code (143) fails the test with holdfast's reason.
+      `trap 'echo "end ${role} $T $(date +%s%N)" >> ${log}; exit 143' TERM`,
       `while [ ! -e ${dir}/end.$T ]; do sleep 0.05; done`,
       `echo "end ${role} $T $(date +%s%N)" >> ${log}`,
     ].join('; ');
@@ -79,7 +84,7 @@ describe('holdfast lock -n N and --shared', () => {
   test('-n 2: four processes, never more than two CMDs at once, each with its own token; another -n is LIMIT_MISMATCH', async () => {
     const key = 'jobs/encode';
     const log = path.join(dir, 'semaphore.log');
-    const processes = Array.from({ length: 4 }, () => lock(['-n', '2', key, '--ttl', '5000', '--', 'sh', '-c', job(log, 'permit')]));
+    const processes = Array.from({ length: 4 }, () => lock(['-n', '2', key, '--ttl', String(TTL_MILLIS), '--', 'sh', '-c', job(log, 'permit')]));
 
     // Two run, two wait on the server.
     await eventually(async () => runningTokens(log).length === 2 && (await read(key)).waiterCount >= 2, 60_000);
@@ -127,15 +132,15 @@ describe('holdfast lock -n N and --shared', () => {
   test('--shared: readers run together, a plain lock never beside any of them, a reader arriving behind the waiting writer runs after it', async () => {
     const key = 'db/reports';
     const log = path.join(dir, 'shared.log');
-    const readers = Array.from({ length: 3 }, () => lock(['--shared', key, '--ttl', '5000', '--', 'sh', '-c', job(log, 'reader')]));
+    const readers = Array.from({ length: 3 }, () => lock(['--shared', key, '--ttl', String(TTL_MILLIS), '--', 'sh', '-c', job(log, 'reader')]));
     await eventually(async () => runningTokens(log).length === 3, 60_000);
     expect((await read(key)).mode).toBe('shared');
     const ls = await holdfast(server, ['locks', 'ls', '--prefix', key]);
     expect(ls.stdout.split('\n').find((line) => line.trimStart().startsWith(key)), `${ls.stdout}\n${said()}`).toMatch(/\bshared\s+3$/);
 
-    const writer = lock([key, '--ttl', '5000', '--', 'sh', '-c', job(log, 'writer')]);
+    const writer = lock([key, '--ttl', String(TTL_MILLIS), '--', 'sh', '-c', job(log, 'writer')]);
     await eventually(async () => (await read(key)).waiterCount >= 1, 60_000);
-    const late = lock(['--shared', key, '--ttl', '5000', '--', 'sh', '-c', job(log, 'late-reader')]);
+    const late = lock(['--shared', key, '--ttl', String(TTL_MILLIS), '--', 'sh', '-c', job(log, 'late-reader')]);
     await eventually(async () => (await read(key)).waiterCount >= 2, 60_000);
     // The writer waits, so the late reader does too, though only readers hold the key.
     expect(events(log).filter((e) => e.role !== 'reader')).toEqual([]);
