@@ -9,6 +9,7 @@ import { range } from './etcd-client.js';
 import type { EtcdContext } from './etcd-context.js';
 import type { HolderMemory } from './etcd-grants.js';
 import { PerCallReleaseWatch } from './per-call-release-watch.js';
+import { isAnchor } from './holders.js';
 import { decodeLock } from './records.js';
 import { SharedReleaseWatch } from './shared-release-watch.js';
 import type { EtcdWaitRequest, WaitStrategy } from './wait-request.js';
@@ -53,7 +54,9 @@ export class EtcdReleaseWaits implements ReleaseWaiter, HolderMemory {
     const response = await range(this.ctx.etcd(), { key: this.ctx.keys.lock(req.key) });
     const kv = response.kvs[0];
     if (!kv) return { outcome: 'released' };
-    return waits.wait({ ...req, observedRevision: response.header.revision, holderSessionId: decodeLock(req.key, kv).stored.sessionId });
+    // A multi-holder key's anchor names no holder: the end of any of its grants wakes the wait.
+    const holderSessionId = isAnchor(kv) ? undefined : decodeLock(req.key, kv).stored.sessionId;
+    return waits.wait({ ...req, observedRevision: response.header.revision, holderSessionId });
   }
 
   rememberHolder(key: string, sessionId: string): void {

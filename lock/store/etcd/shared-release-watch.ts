@@ -191,7 +191,9 @@ export class SharedReleaseWatch implements WaitStrategy {
   }
 
   private onDelete(kv: IKeyValue): void {
-    const name = kv.key.toString('latin1');
+    // The end of one grant of a multi-holder key (keys.ts) is a release of its lock key.
+    const holder = this.keys.holderOf(kv.key);
+    const name = (holder ? this.keys.lock(holder.key) : kv.key).toString('latin1');
     const revision = Number(kv.mod_revision);
     this.lastDelete.delete(name);
     this.lastDelete.set(name, revision);
