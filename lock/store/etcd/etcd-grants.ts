@@ -170,7 +170,7 @@ export class EtcdGrants {
       }
       if (await this.ctx.sessionIncarnationLive(row.stored.sessionId, row.stored.sessionRevision)) {
         // The failed attempt's revision: a release after it is what a waiter waits for.
-        this.holders.rememberHolder(req.key, row.stored.sessionId);
+        this.holders.rememberHolders(req.key, [row.stored.sessionId]);
         return { kind: 'held', holder: row.lock, observedRevision: response.header.revision };
       }
       // The holder's session lapsed (its lease ran out) but nobody swept yet: the lock is free.

@@ -15,7 +15,7 @@ import { randomUUID } from 'node:crypto';
 import type { ICompare, IKeyValue, ITxnResponse } from 'etcd3';
 import { NotLeaderError } from '../../errors.js';
 import type { LockGrant } from '../../../contract/records.js';
-import type { AcquireAttempt, HeldLock, TryAcquireResult } from '../spi.js';
+import type { AcquireAttempt, TryAcquireResult } from '../spi.js';
 import type { AcquireBatcher } from './acquire-batcher.js';
 import { MAX_DECISIONS, type EtcdContext } from './etcd-context.js';
 import type { StoredWait } from './fleet-reads.js';
@@ -36,10 +36,13 @@ import {
 } from './ops.js';
 import { decodeLock, decodeSession, encode, type LockRow, type SessionRow, type StoredLock } from './records.js';
 
-/** Where a failed acquire leaves who held the key, so the wait that follows also ends with that session. */
+/** Where a failed acquire leaves who held the key, so the wait that follows also ends with those sessions. */
 export interface HolderMemory {
-  rememberHolder(key: string, sessionId: string): void;
+  rememberHolders(key: string, sessionIds: readonly string[]): void;
 }
+
+/** A wait watches at most this many holder sessions of a multi-holder key (the others' ends reach it by their grant keys or core's re-checks). */
+const MAX_WATCHED_HOLDERS = 16;
 
 /** What an attempt answers on a key that has live grants, or `admit` when it may take one. */
 type Verdict = { kind: 'answer'; result: TryAcquireResult } | { kind: 'admit' };
@@ -198,24 +201,26 @@ export class HolderGrants {
   private async decide(live: readonly LockRow[], want: Holding, sessionId: string, waitKvs: readonly IKeyValue[]): Promise<Verdict> {
     const [lowest] = live as [LockRow];
     if (lowest.lock.limit !== want.limit) return { kind: 'answer', result: { kind: 'limit_mismatch', limit: lowest.lock.limit, holder: lowest.lock } };
-    const held: Verdict = { kind: 'answer', result: this.held(lowest.lock) };
-    if (want.mode === 'exclusive') {
-      return live.every((row) => row.lock.mode === 'exclusive') && live.length < want.limit ? { kind: 'admit' } : held;
-    }
-    if (!live.every((row) => row.lock.mode === 'shared')) return held;
-    return (await this.exclusiveWaitOfAnother(waitKvs, sessionId)) ? held : { kind: 'admit' };
+    const room =
+      want.mode === 'exclusive'
+        ? live.every((row) => row.lock.mode === 'exclusive') && live.length < want.limit
+        : live.every((row) => row.lock.mode === 'shared') && !(await this.exclusiveWaitOfAnother(waitKvs, sessionId));
+    return room ? { kind: 'admit' } : { kind: 'answer', result: this.held(live) };
   }
 
   /** The answer on a key whose live grants (lowest token first) leave no room for `want`. */
   private answerOn(live: readonly LockRow[], want: Holding, revision: string): TryAcquireResult {
     const [lowest] = live as [LockRow];
     if (lowest.lock.limit !== want.limit) return { kind: 'limit_mismatch', limit: lowest.lock.limit, holder: lowest.lock };
-    return { ...this.held(lowest.lock), observedRevision: revision };
+    return { ...this.held(live), observedRevision: revision };
   }
 
-  private held(holder: HeldLock): TryAcquireResult & { kind: 'held' } {
-    this.memory.rememberHolder(holder.key, holder.sessionId);
-    return { kind: 'held', holder };
+  /** `held`, naming the lowest-token live grant; the wait that follows also ends with the holders' sessions. */
+  private held(live: readonly LockRow[]): TryAcquireResult & { kind: 'held' } {
+    const [lowest] = live as [LockRow];
+    const sessions = [...new Set(live.slice(0, MAX_WATCHED_HOLDERS).map((row) => row.stored.sessionId))];
+    this.memory.rememberHolders(lowest.lock.key, sessions);
+    return { kind: 'held', holder: lowest.lock };
   }
 
   /** A wait on the key, recorded exclusive (no mode) by another session, whose session and instance are live. */

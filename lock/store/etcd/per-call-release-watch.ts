@@ -62,7 +62,7 @@ export class PerCallReleaseWatch implements WaitStrategy {
       // With the grant keys of a multi-holder key (keys.ts): the end of any one of them is a release.
       watchKey(lockKey, this.keys.lockRange(request.key));
       if (request.sessionId !== undefined) watchKey(this.keys.session(request.sessionId));
-      if (request.holderSessionId !== undefined) watchKey(this.keys.session(request.holderSessionId));
+      for (const holder of request.holderSessionIds ?? []) watchKey(this.keys.session(holder));
       return await wait.result;
     } finally {
       wait.dispose();

@@ -85,7 +85,7 @@ export class SharedReleaseWatch implements WaitStrategy {
     const after = Number(request.observedRevision);
     const watched = [this.keys.lock(request.key)];
     if (request.sessionId !== undefined) watched.push(this.keys.session(request.sessionId));
-    if (request.holderSessionId !== undefined) watched.push(this.keys.session(request.holderSessionId));
+    for (const holder of request.holderSessionIds ?? []) watched.push(this.keys.session(holder));
     const names = watched.map((key) => key.toString('latin1'));
 
     // Gap race: the release may already have happened between the failed attempt and now.
