@@ -2,13 +2,15 @@
  * What the etcd store's multi-holder layout (lock/store/etcd/holders.ts) promises beyond the
  * conformance suite (holders-suite.ts): a mutex record is written as before (no anchor, no grant
  * key); the key's anchor goes with its last grant; a wait on a full semaphore wakes when any one
- * grant ends, by release or by its session's lapse, on both wait shapes.
+ * grant ends, by release or by its session's lapse, on both wait shapes; many attempts racing for
+ * one key's room through two instances are all admitted (a round lost to another grant is not
+ * charged to an attempt's budget of decisions).
  */
 import { Etcd3 } from 'etcd3';
 import { describe, expect, it } from 'vitest';
 import type { WaitShape } from '../../lock/store/etcd/etcd-store.js';
 import type { TryAcquireResult } from '../../lock/store/spi.js';
-import { etcdStores, openSession } from './helpers.js';
+import { etcdKvRequests, etcdStores, namespaceOf, openSession } from './helpers.js';
 
 const LONG = 60_000;
 
@@ -57,6 +59,20 @@ describe('multi-holder keys on etcd', () => {
     expect((await lockKeys(store.keyRoot, 'pool')).map((kv) => kv.name)).toEqual(['']);
   });
 
+  it('a mutex key costs the round trips it did: one txn to acquire a free key, one to release it', async () => {
+    const store = await fixture.store();
+    const a = await openSession(store);
+    // Warm: the session is cached and the TTL bucket's lease granted (leases are not KV requests anyway).
+    const warm = granted(await store.tryAcquire({ key: 'warm', session: a.credential, ttlMillis: LONG }));
+    await store.release({ key: 'warm', session: a.credential, fencingToken: warm.fencingToken });
+    const before = await etcdKvRequests(fixture.etcd.endpoints[0]!);
+    for (let i = 0; i < 10; i += 1) {
+      const grant = granted(await store.tryAcquire({ key: `cycle-${i}`, session: a.credential, ttlMillis: LONG }));
+      expect((await store.release({ key: `cycle-${i}`, session: a.credential, fencingToken: grant.fencingToken })).kind).toBe('released');
+    }
+    expect((await etcdKvRequests(fixture.etcd.endpoints[0]!)) - before).toBe(20);
+  });
+
   for (const shape of ['shared', 'per-call'] satisfies WaitShape[]) {
     it(`a wait on a full semaphore wakes when a grant other than the lowest is released (${shape} watch)`, async () => {
       const store = await fixture.store(shape);
@@ -96,5 +112,20 @@ describe('multi-holder keys on etcd', () => {
     });
     expect(outcome).toEqual({ outcome: 'released' });
     granted(await store.tryAcquire({ key: 'lapse', session: c.credential, ttlMillis: LONG, limit: 2 }));
+  });
+
+  it('forty attempts racing for a key with room for all, through two instances, are each admitted once', async () => {
+    const store = await fixture.store();
+    const peer = await fixture.store('shared', namespaceOf(store));
+    const sessions = await Promise.all(Array.from({ length: 40 }, () => openSession(store)));
+    for (const holding of [{ limit: 40 }, { mode: 'shared' as const }]) {
+      const key = `room-${holding.mode ?? 'exclusive'}`;
+      const results = await Promise.all(
+        sessions.map((s, i) => (i % 2 === 0 ? store : peer).tryAcquire({ key, session: s.credential, ttlMillis: LONG, ...holding })),
+      );
+      const tokens = results.map((result) => granted(result).fencingToken);
+      expect(new Set(tokens).size).toBe(40);
+      expect((await store.readLock(key))?.holders).toHaveLength(40);
+    }
   });
 });

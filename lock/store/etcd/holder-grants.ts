@@ -36,6 +36,9 @@ import {
 } from './ops.js';
 import { decodeLock, decodeSession, encode, type LockRow, type SessionRow, type StoredLock } from './records.js';
 
+/** Rounds one attempt may take in all, however many of them other grants won (each a txn). */
+const MAX_ROUNDS = 2_048;
+
 /** Where a failed acquire leaves who held the key, so the wait that follows also ends with those sessions. */
 export interface HolderMemory {
   rememberHolders(key: string, sessionIds: readonly string[]): void;
@@ -48,6 +51,14 @@ const MAX_WATCHED_HOLDERS = 16;
 type Verdict = { kind: 'answer'; result: TryAcquireResult } | { kind: 'admit' };
 
 export class HolderGrants {
+  /**
+   * The attempt on each key this process is deciding now, and the ones queued behind it. Every grant
+   * on a key rewrites its anchor, so attempts decided on one reading of it all lose but one: racing
+   * each other, n attempts on a key would cost some n²/2 txns. One at a time per key, each decides on
+   * the state its predecessor left (two txns at most, unless another process wins meanwhile).
+   */
+  private readonly deciding = new Map<string, Promise<unknown>>();
+
   constructor(
     private readonly ctx: EtcdContext,
     private readonly grantLeases: GrantLeasePool,
@@ -55,7 +66,21 @@ export class HolderGrants {
     private readonly memory: HolderMemory,
   ) {}
 
-  async tryAcquire(req: AcquireAttempt, want: Holding): Promise<TryAcquireResult> {
+  tryAcquire(req: AcquireAttempt, want: Holding): Promise<TryAcquireResult> {
+    const before = this.deciding.get(req.key);
+    const mine = (before ?? Promise.resolve()).then(
+      () => this.decideAttempt(req, want),
+      () => this.decideAttempt(req, want),
+    );
+    const settled = mine.catch(() => undefined);
+    this.deciding.set(req.key, settled);
+    void settled.then(() => {
+      if (this.deciding.get(req.key) === settled) this.deciding.delete(req.key);
+    });
+    return mine;
+  }
+
+  private async decideAttempt(req: AcquireAttempt, want: Holding): Promise<TryAcquireResult> {
     const keys = this.ctx.keys;
     const sessionId = req.session.sessionId;
     const lockKey = keys.lock(req.key);
@@ -70,7 +95,14 @@ export class HolderGrants {
     const startedAt = Date.now(); // wall time only for the unavailability budget
     // What the next grant txn expects of the key: at first no anchor (a free key takes one round trip).
     let expected: ICompare[] = [createRevisionIs(lockKey, '0')];
-    for (let decision = 0; decision < MAX_DECISIONS; decision += 1) {
+    // The anchor's mod revision `expected` names ('0': absent).
+    let expectedAnchor = '0';
+    // A round lost because the anchor moved (another grant landed, or the key was emptied or taken) is
+    // someone else's progress, so it is not charged to this attempt's decisions: many attempts racing
+    // for the room of one key each lose a round per grant that lands before theirs.
+    let decisions = 0;
+    for (let round = 0; decisions < MAX_DECISIONS && round < MAX_ROUNDS; round += 1) {
+      decisions += 1;
       if (!session) return { kind: 'session_not_found' };
       if (session.session.tokenHash !== req.session.tokenHash) return { kind: 'unauthenticated' };
       const leaseId = await this.grantLeases.forTtl(req.ttlMillis);
@@ -142,6 +174,7 @@ export class HolderGrants {
         continue;
       }
       const lockKv = rangeResult(response, 0);
+      if ((lockKv ? String(lockKv.mod_revision) : '0') !== expectedAnchor) decisions -= 1;
       const holderKvs = rangeResults(response, 3);
       const own = holderKvs.find((kv) => kv.key.equals(holderKey));
       if (own) {
@@ -159,6 +192,7 @@ export class HolderGrants {
         // Free: remove exactly that incarnation of the key (its record stays for the sweeper), then grant anew.
         await this.takeOverLapsedMutex(lockKey, row);
         expected = [createRevisionIs(lockKey, '0')];
+        expectedAnchor = '0';
         continue;
       }
       const recordKv = rangeResult(response, 2);
@@ -167,7 +201,8 @@ export class HolderGrants {
         await this.ctx.deleteIfUnchanged(recordKv);
       }
       if (own) await this.ctx.deleteIfUnchanged(own); // a grant key of an ended incarnation of our session
-      expected = lockKv ? [modRevisionIs(lockKey, String(lockKv.mod_revision))] : [createRevisionIs(lockKey, '0')];
+      expectedAnchor = lockKv ? String(lockKv.mod_revision) : '0';
+      expected = lockKv ? [modRevisionIs(lockKey, expectedAnchor)] : [createRevisionIs(lockKey, '0')];
       const live = await liveHolders(this.ctx, req.key, holderKvs);
       if (live.length === 0) continue;
       const verdict = await this.decide(live, want, sessionId, rangeResults(response, 4));
