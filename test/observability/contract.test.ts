@@ -32,12 +32,17 @@ const EXACT = [
 ];
 
 /** Expected movements: metric → series → count, for the series the test caused. */
+/** The label names a metric of the table carries. */
+const SERIES_LABELS = (name: string) => METRIC_SPECS.find((spec) => spec.name === name)?.labels ?? {};
+
 class Ledger {
   private readonly counts = new Map<string, Map<string, number>>();
   constructor(private readonly backend: string) {}
   add(metric: string, labels: Record<string, string>, by = 1) {
     const series = this.counts.get(metric) ?? new Map<string, number>();
-    const id = seriesId({ ...labels, backend: this.backend });
+    // v3's `kind` label: every grant this walk asks for is a mutex unless it says otherwise.
+    const kind: Record<string, string> = 'kind' in SERIES_LABELS(metric) && labels.kind === undefined ? { kind: 'mutex' } : {};
+    const id = seriesId({ ...kind, ...labels, backend: this.backend });
     series.set(id, (series.get(id) ?? 0) + by);
     this.counts.set(metric, series);
   }
