@@ -45,7 +45,7 @@ export interface LockEvents {
   heartbeat(fact: { outcome: HeartbeatOutcome }): void;
   sessionKilled(ctx: EventContext, fact: { sessionId: string; actor: string; reason: string; outcome: 'KILLED' | 'NOT_FOUND'; auditId: string; auditHeadHash: string }): void;
   /** A new grant (not a holder re-acquiring its own lock). */
-  granted(ctx: EventContext, fact: { key: string; sessionId: string; owner: string; fencingToken: string; ttlMillis: number; waitedMillis: number }): void;
+  granted(ctx: EventContext, fact: { key: string; sessionId: string; owner: string; fencingToken: string; ttlMillis: number; waitedMillis: number; kind: LockKind }): void;
   contended(ctx: EventContext, fact: { key: string; sessionId: string; holderSessionId: string | null; reason: ContentionReason }): void;
   released(ctx: EventContext, fact: { key: string; sessionId: string; fencingToken: string; heldMillis: number }): void;
   lost(ctx: EventContext, fact: { key: string; sessionId: string; fencingToken: string; op: 'renew' | 'release' }): void;

@@ -17,6 +17,7 @@ import type { Handoffs } from './handoffs.js';
 import type { ContendedKey, LockInsight } from './insight.js';
 import type { LockPolicies } from './lock-policies.js';
 import { handedGrant, toGrant } from './grants.js';
+import { lockKindOf } from '../../contract/wire-rules.js';
 import { attemptOf, refusedAttempt, type AcquireRequest } from './acquire-attempt.js';
 import type { LockReads } from './lock-reads.js';
 import type { LockWatches } from './lock-watches.js';
@@ -383,6 +384,7 @@ export class LockService {
         fencingToken: grant.fencingToken,
         ttlMillis: grant.ttlMillis,
         waitedMillis,
+        kind: lockKindOf(grant),
       });
     }
     return grant;
