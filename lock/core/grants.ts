@@ -7,15 +7,12 @@ export function toGrant(lock: HeldLock): LockGrant {
   return grant;
 }
 
-/** What an acquire asks to hold: a shared grant counts as limit 1 (spi.ts "Multi-holder keys"). */
+export { holdingOf } from '../../contract/wire-rules.js';
+
+/** What an acquire asks to hold (contract/wire-rules.ts holdingOf). */
 export interface Holding {
   mode: LockMode;
   limit: number;
-}
-
-export function holdingOf(req: { mode?: LockMode; limit?: number }): Holding {
-  const mode = req.mode ?? MUTEX.mode;
-  return { mode, limit: mode === 'shared' ? 1 : (req.limit ?? MUTEX.limit) };
 }
 
 /** A mutex wait is the only kind a release hands a key (FIFO handoff). */
