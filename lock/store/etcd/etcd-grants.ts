@@ -44,7 +44,8 @@ import {
 import { decodeLock, decodeSession, encode, type LockRow, type SessionRow, type StoredLock } from './records.js';
 import { ReleaseBatcher } from './release-batcher.js';
 import { HolderGrants, type HolderMemory } from './holder-grants.js';
-import { describeHolders, dropAnchorIfEmpty, holdingOf, isAnchor, isMutex, liveHolders, livenessKey } from './holders.js';
+import { holdingOf } from '../../../contract/wire-rules.js';
+import { describeHolders, dropAnchorIfEmpty, isAnchor, isMutex, liveHolders, livenessKey } from './holders.js';
 
 export type { HolderMemory } from './holder-grants.js';
 

@@ -20,6 +20,7 @@ import type { AcquireBatcher } from './acquire-batcher.js';
 import { MAX_DECISIONS, type EtcdContext } from './etcd-context.js';
 import type { StoredWait } from './fleet-reads.js';
 import { grantToken } from './grant-tokens.js';
+import { admission } from '../multi-holder.js';
 import { encodeAnchor, isAnchor, liveHolders, type Holding } from './holders.js';
 import type { GrantLeasePool } from './leases.js';
 import {
@@ -233,20 +234,26 @@ export class HolderGrants {
     return null;
   }
 
+  /** The multi-holder rules (multi-holder.ts admission) on the key's live grants, lowest token first. */
   private async decide(live: readonly LockRow[], want: Holding, sessionId: string, waitKvs: readonly IKeyValue[]): Promise<Verdict> {
-    const [lowest] = live as [LockRow];
-    if (lowest.lock.limit !== want.limit) return { kind: 'answer', result: { kind: 'limit_mismatch', limit: lowest.lock.limit, holder: lowest.lock } };
-    const room =
-      want.mode === 'exclusive'
-        ? live.every((row) => row.lock.mode === 'exclusive') && live.length < want.limit
-        : live.every((row) => row.lock.mode === 'shared') && !(await this.exclusiveWaitOfAnother(waitKvs, sessionId));
-    return room ? { kind: 'admit' } : { kind: 'answer', result: this.held(live) };
+    const locks = live.map((row) => row.lock);
+    let verdict = admission(locks, want);
+    // Writer preference is read only when it can decide: a shared attempt the grants alone would admit.
+    if (verdict.kind === 'admitted' && want.mode === 'shared' && (await this.exclusiveWaitOfAnother(waitKvs, sessionId))) {
+      verdict = admission(locks, want, true);
+    }
+    if (verdict.kind === 'admitted') return { kind: 'admit' };
+    return { kind: 'answer', result: verdict.kind === 'held' ? this.held(live) : verdict };
   }
 
   /** The answer on a key whose live grants (lowest token first) leave no room for `want`. */
   private answerOn(live: readonly LockRow[], want: Holding, revision: string): TryAcquireResult {
-    const [lowest] = live as [LockRow];
-    if (lowest.lock.limit !== want.limit) return { kind: 'limit_mismatch', limit: lowest.lock.limit, holder: lowest.lock };
+    const verdict = admission(
+      live.map((row) => row.lock),
+      want,
+    );
+    if (verdict.kind === 'limit_mismatch') return verdict;
+    // A mutex grant leaves a multi-holder attempt of its limit no room, as multi-holder grants leave a mutex attempt none.
     return { ...this.held(live), observedRevision: revision };
   }
 

@@ -26,20 +26,16 @@ import type { IKeyValue } from 'etcd3';
 import { CompareResult, CompareTarget, type ICompare } from 'etcd3';
 import { MUTEX, type LockMode } from '../../../contract/records.js';
 import type { HeldLock } from '../spi.js';
+import { describeKey } from '../multi-holder.js';
 import type { EtcdContext } from './etcd-context.js';
 import type { KeyLayout } from './keys.js';
 import { deleteOp, prefixRange } from './ops.js';
 import { decodeLock, type LockRow } from './records.js';
 
-/** What an attempt asks to hold, and what an anchor records: a shared grant's limit is 1. */
+/** What an attempt asks to hold (contract/wire-rules.ts holdingOf), and what an anchor records. */
 export interface Holding {
   mode: LockMode;
   limit: number;
-}
-
-export function holdingOf(req: { mode?: LockMode; limit?: number }): Holding {
-  const mode = req.mode ?? MUTEX.mode;
-  return { mode, limit: mode === 'shared' ? 1 : (req.limit ?? MUTEX.limit) };
 }
 
 export function isMutex(holding: Holding): boolean {
@@ -69,10 +65,9 @@ export async function liveHolders(ctx: EtcdContext, key: string, kvs: readonly I
   return rows.filter((_, index) => live[index]).sort(byToken);
 }
 
-/** A multi-holder key as reads describe it: its lowest-token live grant, with every live grant. */
+/** A multi-holder key as reads describe it (multi-holder.ts describeKey): its lowest-token live grant, with every live grant. */
 export function describeHolders(live: readonly LockRow[]): HeldLock | null {
-  const [lowest] = live;
-  return lowest ? { ...lowest.lock, holders: live.map((row) => row.lock) } : null;
+  return describeKey(live.map((row) => row.lock));
 }
 
 export function byToken(a: LockRow, b: LockRow): number {
