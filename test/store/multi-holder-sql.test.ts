@@ -132,4 +132,37 @@ describe.each(['embedded', 'postgres'] as const)('multi-holder keys in SQL on %s
     const sessions = await store.listSessions({ limit: 1000 });
     expect(sessions.items.find((s) => s.sessionId === b.record.sessionId)?.lockCount).toBe(1);
   });
+
+  it("the previous release's acquire functions (mid-roll) find a key with a live hold held, and take it as a mutex once none lives", async () => {
+    const [r, old] = await Promise.all([openTestSession(store), openTestSession(store)]);
+    const k = key('previous-release');
+    // Shared: a mutex attempt is held (and records its wait); on a semaphore it would be limit_mismatch, answered held.
+    const g = granted(await store.tryAcquire({ key: k, session: r.credential, ttlMillis: 1_000, mode: 'shared' }));
+    const who = [old.record.sessionId, old.credential.tokenHash];
+    const single = await db.query('SELECT r_kind AS kind, r_fencing_token AS token FROM holdfast_try_acquire($1, $2, $3, $4)', [k, ...who, LONG]);
+    const batch = await db.query(
+      'SELECT r_kind AS kind, r_fencing_token AS token FROM holdfast_try_acquire_batch(ARRAY[$1::text], ARRAY[$2::text], ARRAY[$3::text], ARRAY[$4::integer])',
+      [k, ...who, LONG],
+    );
+    const waitId = `w_${randomBytes(6).toString('hex')}`;
+    const orWait = await db.query(
+      `SELECT r_kind AS kind, r_fencing_token AS token, r_wait_recorded AS recorded FROM holdfast_acquire_or_wait_batch(
+         ARRAY[$1::text], ARRAY[$2::text], ARRAY[$3::text], ARRAY[$4::integer], ARRAY[$5::text], ARRAY[$6::text], ARRAY[$4::integer], ARRAY[$4::bigint])`,
+      [k, ...who, LONG, waitId, instanceId],
+    );
+    expect([single[0], batch[0], orWait[0]]).toEqual([
+      { kind: 'held', token: g.fencingToken },
+      { kind: 'held', token: g.fencingToken },
+      { kind: 'held', token: g.fencingToken, recorded: true },
+    ]);
+    await fleet.endWait(waitId);
+    // The hold lapses (no sweep yet): the anchor stays, and the old single function takes the key as a mutex row.
+    for (let i = 0; i < 200 && (await store.readLock(k)) !== null; i++) await new Promise((resolve) => setTimeout(resolve, 25));
+    expect(await store.readLock(k)).toBeNull();
+    expect((await rowsOf(k)).locks).toBe(1);
+    const taken = await db.query('SELECT r_kind AS kind, r_fencing_token AS token FROM holdfast_try_acquire($1, $2, $3, $4)', [k, ...who, LONG]);
+    expect(taken[0]?.kind).toBe('granted');
+    expect(BigInt(String(taken[0]?.token))).toBeGreaterThan(BigInt(g.fencingToken));
+    expect(await store.readLock(k)).toMatchObject({ sessionId: old.record.sessionId, fencingToken: taken[0]?.token, mode: 'exclusive', limit: 1 });
+  });
 });
