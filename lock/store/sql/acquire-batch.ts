@@ -3,7 +3,8 @@
  * call of holdfast_acquire_holders (migration 13), which takes the row locks in key order and draws
  * the tokens afterwards in request order. Each request still gets its own answer (granted, held,
  * existing, limit_mismatch, or its own session refusal); a key asked for twice waits for the next
- * round, so within one call every key is decided once.
+ * round, so within one call every key is decided once. A lone mutex attempt with no wait to record
+ * (the uncontended hot path) takes the one-request function, holdfast_acquire_one, instead.
  *
  * The function writes each grant's value with its token, and records the wait of a request that
  * finds the key held (migration 11's rule, with the wait's mode and value), so one statement with
@@ -36,16 +37,23 @@ export type AcquireRow = Row & { kind: string };
  * A new grant of a key some instance watches (L8, migration 12) tells the watches, delivered on
  * commit: an index probe in this statement, nothing more for a key nobody watches.
  */
-const ACQUIRE_SQL = `WITH r AS (
-    SELECT r_index AS index, r_kind AS kind, r_key AS key, r_session_id AS session_id, r_owner AS owner,
-      r_fencing_token AS fencing_token, r_ttl_millis AS ttl_millis, r_granted_at AS granted_at, r_expires_at AS expires_at,
-      r_value AS value, r_mode AS mode, r_limit AS holder_limit, r_wait_recorded AS wait_recorded
-    FROM holdfast_acquire_holders($1::text[], $2::text[], $3::text[], $4::integer[], $5::text[], $6::text[], $7::integer[],
-                                  $8::text[], $9::text[], $10::integer[], $11::bigint[])),
+const withWaitsEnded = (select: string) => `WITH r AS (${select}),
   ended AS (DELETE FROM holdfast_waiters w USING r WHERE r.kind IN ('granted', 'existing') AND w.key = r.key AND w.session_id = r.session_id)
   SELECT r.*, CASE WHEN r.kind = 'granted' AND EXISTS (SELECT 1 FROM holdfast_watches hw WHERE hw.key = r.key)
     THEN pg_notify('holdfast_holders', r.key)::text END AS watched
   FROM r`;
+
+const ANSWER_COLUMNS = `r_kind AS kind, r_key AS key, r_session_id AS session_id, r_owner AS owner, r_fencing_token AS fencing_token,
+  r_ttl_millis AS ttl_millis, r_granted_at AS granted_at, r_expires_at AS expires_at, r_value AS value, r_mode AS mode, r_limit AS holder_limit`;
+
+const ACQUIRE_SQL = withWaitsEnded(`SELECT r_index AS index, ${ANSWER_COLUMNS}, r_wait_recorded AS wait_recorded
+  FROM holdfast_acquire_holders($1::text[], $2::text[], $3::text[], $4::integer[], $5::text[], $6::text[], $7::integer[],
+                                $8::text[], $9::text[], $10::integer[], $11::bigint[])`);
+
+/** A lone mutex attempt with no wait to record: the one-request function, without the batch's array work. */
+const SINGLE_SQL = withWaitsEnded(`SELECT ${ANSWER_COLUMNS} FROM holdfast_acquire_one($1::text, $2::text, $3::text, $4::integer, $5::text)`);
+
+const isMutex = (request: AcquireRequest) => (request.mode ?? 'exclusive') === 'exclusive' && (request.limit ?? 1) === 1;
 
 /** Runs `batch` in as few calls as keys allow (one, unless a key repeats); rows in request order. */
 export async function acquireInRounds(db: Queryable, batch: readonly AcquireRequest[]): Promise<AcquireRow[]> {
@@ -62,7 +70,8 @@ export async function acquireInRounds(db: Queryable, batch: readonly AcquireRequ
         round.push(item);
       }
     }
-    const rows = await acquireOnce(db, round.map((item) => item.request));
+    const lone = round.length === 1 && !round[0]!.request.recordWait && isMutex(round[0]!.request);
+    const rows = lone ? [await acquireSingle(db, round[0]!.request)] : await acquireOnce(db, round.map((item) => item.request));
     round.forEach((item, i) => (results[item.index] = rows[i]!));
     pending = later;
   }
@@ -95,4 +104,12 @@ async function acquireOnce(db: Queryable, batch: readonly AcquireRequest[]): Pro
     if (!byIndex[i]) throw new Error(`holdfast_acquire_holders answered nothing for ${JSON.stringify(batch[i]!.key)}`);
   }
   return byIndex;
+}
+
+/** The one-request function (migration 13's holdfast_acquire_one). */
+async function acquireSingle(db: Queryable, request: AcquireRequest): Promise<AcquireRow> {
+  const rows = await db.query<AcquireRow>(SINGLE_SQL, [request.key, request.session.sessionId, request.session.tokenHash, request.ttlMillis, request.value ?? null]);
+  const row = rows[0];
+  if (!row) throw new Error(`tryAcquire on ${JSON.stringify(request.key)} answered nothing`);
+  return row;
 }
