@@ -16,9 +16,9 @@ import { DB_NOW, LIVE_LOCK, toEndedLock, toLock } from './sql-rows.js';
 export const HOLD_COLUMNS = `h.key, h.session_id, h.owner, h.fencing_token::text AS fencing_token, h.ttl_millis, h.granted_at, h.expires_at, h.value,
   a.mode, a.holder_limit`;
 
-/** Locks the anchors among `keys`, in key order (after any session row, before anything else). */
-export async function lockAnchors(tx: Queryable, keys: readonly string[]): Promise<void> {
-  await tx.query('SELECT key FROM holdfast_locks WHERE key = ANY($1::text[]) AND mode IS NOT NULL ORDER BY key FOR UPDATE', [keys]);
+/** Locks the anchors among `keys`, in key order (after any session row, before anything else); answers how many. */
+export async function lockAnchors(tx: Queryable, keys: readonly string[]): Promise<number> {
+  return (await tx.query('SELECT key FROM holdfast_locks WHERE key = ANY($1::text[]) AND mode IS NOT NULL ORDER BY key FOR UPDATE', [keys])).length;
 }
 
 /**
@@ -37,7 +37,8 @@ export interface HoldRelease {
 
 /** Compare-and-delete of the callers' live holds, in one transaction; answers the ended holds by request index. */
 export async function releaseHolds(tx: Queryable, batch: readonly HoldRelease[]): Promise<Map<number, EndedLock>> {
-  await lockAnchors(tx, batch.map((b) => b.key));
+  // No anchor among the keys: no hold to end (a stale or foreign token of a mutex key pays one read).
+  if ((await lockAnchors(tx, batch.map((b) => b.key))) === 0) return new Map();
   const rows = await tx.query(
     `WITH n AS (SELECT holdfast_now_ms() AS now),
      r AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[]) WITH ORDINALITY AS r(k, t, sid, hash, ord)),

@@ -8,8 +8,11 @@
  * holdfast_holds. Every admission is decided under the key's holdfast_locks row lock, so a mutex
  * attempt and a shared or semaphore attempt on one key serialize.
  *
- * Expand only: the previous release's functions stay as they were (its instances call them
- * mid-roll; they only ever grant mutexes), and this release calls holdfast_acquire_holders.
+ * Expand only: new columns (NULL on every row written before), a new table, new functions
+ * (holdfast_acquire_holders for batches, holdfast_acquire_one for a lone mutex attempt, both called by
+ * this release only). The previous release's acquire functions keep their signatures and answers and
+ * are replaced by anchor-aware copies (ANCHOR_AWARE_*), so its instances, mid-roll, never take over a
+ * key whose holds are live; its release, renew and reads find no grant in an anchor (session '').
  */
 import type { Migration } from './migration.js';
 import { v11 } from './v11-acquire-or-wait.js';
@@ -17,7 +20,7 @@ import { v2 } from './v2-session-tokens.js';
 import { v4 } from './v4-acquire-batch.js';
 
 /** The anchor row's expiry: never reached, so neither this release's sweep nor an older one deletes it by age. */
-export const ANCHOR_EXPIRES_AT = '9223372036854775807';
+const ANCHOR_EXPIRES_AT = '9223372036854775807';
 
 /** A hold is live while its TTL runs and its session is live (store clock), like a lock row. */
 const LIVE_HOLD = (h: string, now: string) =>
