@@ -189,3 +189,9 @@ export function holdingOf(req: { mode?: 'exclusive' | 'shared' | undefined; limi
   const mode = req.mode ?? 'exclusive';
   return { mode, limit: mode === 'shared' ? 1 : (req.limit ?? 1) };
 }
+
+/** A mutex (exclusive, limit 1): the only holding a release hands to a waiter, and the stores' unchanged hot path. */
+export function isMutex(req: { mode?: 'exclusive' | 'shared' | undefined; limit?: number | undefined }): boolean {
+  const holding = holdingOf(req);
+  return holding.mode === 'exclusive' && holding.limit === 1;
+}

@@ -1,5 +1,5 @@
 /** Grants as core answers them (LockGrant: a held lock without its owner). */
-import { MUTEX, type LockGrant, type LockMode } from '../../contract/records.js';
+import type { LockGrant, LockMode } from '../../contract/records.js';
 import type { HeldLock } from '../store/spi.js';
 
 export function toGrant(lock: HeldLock): LockGrant {
@@ -16,9 +16,7 @@ export interface Holding {
 }
 
 /** A mutex wait is the only kind a release hands a key (FIFO handoff). */
-export function isMutex(holding: Holding): boolean {
-  return holding.mode === MUTEX.mode && holding.limit === MUTEX.limit;
-}
+export { isMutex } from '../../contract/wire-rules.js';
 
 /**
  * A grant a release handed this wait carries the wait's own value (stored with it in the releasing

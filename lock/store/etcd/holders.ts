@@ -24,7 +24,7 @@
  */
 import type { IKeyValue } from 'etcd3';
 import { CompareResult, CompareTarget, type ICompare } from 'etcd3';
-import { MUTEX, type LockMode } from '../../../contract/records.js';
+import type { LockMode } from '../../../contract/records.js';
 import type { HeldLock } from '../spi.js';
 import { describeKey } from '../multi-holder.js';
 import type { EtcdContext } from './etcd-context.js';
@@ -38,9 +38,7 @@ export interface Holding {
   limit: number;
 }
 
-export function isMutex(holding: Holding): boolean {
-  return holding.mode === MUTEX.mode && holding.limit === MUTEX.limit;
-}
+export { isMutex } from '../../../contract/wire-rules.js';
 
 const ANCHOR_PREFIX = '{"anchor":';
 

@@ -11,6 +11,7 @@
  * no function call per answered row serves mutexes and multi-holder keys alike.
  */
 import type { LockMode } from '../../../contract/records.js';
+import { isMutex } from '../../../contract/wire-rules.js';
 import type { SessionCredential, WaitToRecord } from '../spi.js';
 import type { Queryable, Row } from './queryable.js';
 
@@ -53,7 +54,6 @@ const ACQUIRE_SQL = withWaitsEnded(`SELECT r_index AS index, ${ANSWER_COLUMNS}, 
 /** A lone mutex attempt with no wait to record: the one-request function, without the batch's array work. */
 const SINGLE_SQL = withWaitsEnded(`SELECT ${ANSWER_COLUMNS} FROM holdfast_acquire_one($1::text, $2::text, $3::text, $4::integer, $5::text)`);
 
-const isMutex = (request: AcquireRequest) => (request.mode ?? 'exclusive') === 'exclusive' && (request.limit ?? 1) === 1;
 
 /** Runs `batch` in as few calls as keys allow (one, unless a key repeats); rows in request order. */
 export async function acquireInRounds(db: Queryable, batch: readonly AcquireRequest[]): Promise<AcquireRow[]> {
