@@ -7,6 +7,7 @@
  * nothing of exporter/; the composition root (server/) plugs the two together.
  */
 import type { EventContext, TraceRef } from './lock-events.js';
+import type { LockKind } from './metric-table.js';
 
 /** The requests availability SLO S1 counts, each with its own metric (L4, L5, L6). */
 export type MeasuredRoute = 'acquire' | 'renew' | 'release';
@@ -33,6 +34,8 @@ export interface MeasuredRequest {
   run<T>(work: () => Promise<T>): Promise<T>;
   /** The grant's (or the request's) fencing token, for the span. */
   fencingToken(token: string): void;
+  /** L4: the kind of grant asked for (the `kind` label; mutex unless told). */
+  kind(kind: LockKind): void;
   /** Answered: its metric, span end and activity counts, once (a second call does nothing). */
   answered(answer: HttpAnswer): void;
   /** The caller went away before an answer: nothing is counted (it was not answered). */

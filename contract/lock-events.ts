@@ -5,7 +5,7 @@
  * metric or log format, and each fact is written by one call, not three.
  */
 import type { RevokeOutcome, SessionEndCause } from './records.js';
-import type { ContentionReason, HeartbeatOutcome, HoldOutcome, WaitOutcome } from './metric-table.js';
+import type { ContentionReason, HeartbeatOutcome, HoldOutcome, LockKind, WaitOutcome } from './metric-table.js';
 
 /** A span a fact belongs to (the shape of OpenTelemetry's SpanContext, without the dependency). */
 export interface TraceRef {
@@ -45,7 +45,7 @@ export interface LockEvents {
   heartbeat(fact: { outcome: HeartbeatOutcome }): void;
   sessionKilled(ctx: EventContext, fact: { sessionId: string; actor: string; reason: string; outcome: 'KILLED' | 'NOT_FOUND'; auditId: string; auditHeadHash: string }): void;
   /** A new grant (not a holder re-acquiring its own lock). */
-  granted(ctx: EventContext, fact: { key: string; sessionId: string; owner: string; fencingToken: string; ttlMillis: number; waitedMillis: number }): void;
+  granted(ctx: EventContext, fact: { key: string; sessionId: string; owner: string; fencingToken: string; ttlMillis: number; waitedMillis: number; kind: LockKind }): void;
   contended(ctx: EventContext, fact: { key: string; sessionId: string; holderSessionId: string | null; reason: ContentionReason }): void;
   released(ctx: EventContext, fact: { key: string; sessionId: string; fencingToken: string; heldMillis: number }): void;
   lost(ctx: EventContext, fact: { key: string; sessionId: string; fencingToken: string; op: 'renew' | 'release' }): void;
@@ -56,7 +56,7 @@ export interface LockEvents {
     fact: { key: string; actor: string; reason: string; fencingToken: string | null; outcome: RevokeOutcome; auditId: string; auditHeadHash: string },
   ): void;
   /** A grant ended (released, expired, revoked, or with its session): its hold time, grant to end. */
-  holdEnded(fact: { outcome: HoldOutcome; seconds: number }): void;
+  holdEnded(fact: { outcome: HoldOutcome; seconds: number; kind: LockKind }): void;
   /** A server-side wait ended (granted after a wait, deadline, abort, or through the polling fallback). */
   waitEnded(fact: { outcome: WaitOutcome; seconds: number }): void;
   /** The store's release notification failed and this wait polls instead. */

@@ -8,7 +8,9 @@
  * every label has a closed value set.
  */
 import { NO_POLICY } from './policies.js';
-import { BACKENDS } from './wire-rules.js';
+import { BACKENDS, LOCK_KINDS, lockKindOf, type LockKind } from './wire-rules.js';
+
+export { LOCK_KINDS, lockKindOf, type LockKind };
 
 export type MetricType = 'counter' | 'gauge' | 'histogram';
 export type Emitter = 'server' | 'sdk';
@@ -97,6 +99,7 @@ export const HEARTBEAT_OUTCOMES = ['alive', 'session_not_found', 'unauthenticate
 export const CLIENT_ATTEMPT_OUTCOMES = ['granted', 'not_granted', 'error'] as const;
 export const HOLD_OUTCOMES = ['released', 'expired', 'revoked', 'session_ended'] as const;
 
+
 export type AcquireOutcome = (typeof ACQUIRE_OUTCOMES)[number];
 export type ReleaseOutcome = (typeof RELEASE_OUTCOMES)[number];
 export type RenewOutcome = (typeof RENEW_OUTCOMES)[number];
@@ -117,9 +120,9 @@ export const METRICS = {
   lockAcquireSeconds: {
     name: 'lock_acquire_seconds',
     type: 'histogram',
-    help: 'Time to answer an acquire request, including any server-side wait, by outcome.',
+    help: 'Time to answer an acquire request, including any server-side wait, by outcome and the kind of grant asked for.',
     unit: 'seconds',
-    labels: { ...backend, outcome: ACQUIRE_OUTCOMES },
+    labels: { ...backend, outcome: ACQUIRE_OUTCOMES, kind: LOCK_KINDS },
     emitter: 'server',
     buckets: LOCK_LATENCY_BUCKETS,
     exemplars: true,
@@ -218,9 +221,9 @@ export const METRICS = {
   lockHoldSeconds: {
     name: 'lock_hold_seconds',
     type: 'histogram',
-    help: 'How long locks were held, from grant to end, by how the hold ended.',
+    help: 'How long locks were held, from grant to end, by how the hold ended and the kind of grant.',
     unit: 'seconds',
-    labels: { ...backend, outcome: HOLD_OUTCOMES },
+    labels: { ...backend, outcome: HOLD_OUTCOMES, kind: LOCK_KINDS },
     emitter: 'server',
     buckets: HOLD_DURATION_BUCKETS,
   },

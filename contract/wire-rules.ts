@@ -170,3 +170,28 @@ export function visibleValue(value: string): string {
 export function visibleMultilineValue(value: string): string {
   return Array.from(value, (char) => (char !== '\n' && char !== '\r' && drawsNothingOrControls(char) ? escapeCharacter(char) : char)).join('');
 }
+
+/** C4 (v3): what a grant is, never which key: a mutex, a semaphore permit (limit > 1), or a shared grant. */
+export const LOCK_KINDS = ['mutex', 'semaphore', 'shared'] as const;
+export type LockKind = (typeof LOCK_KINDS)[number];
+
+/**
+ * The one rule naming a grant's kind: the metrics' `kind` label, the console's and the CLI's kind
+ * column. A grant without `mode`/`limit` (a server before v3) is a mutex.
+ */
+export function lockKindOf(holding: { mode?: string | undefined; limit?: number | undefined }): LockKind {
+  if (holding.mode === 'shared') return 'shared';
+  return (holding.limit ?? 1) > 1 ? 'semaphore' : 'mutex';
+}
+
+/** What an acquire asks to hold (v3): a shared grant counts as one holder, so its limit is 1. */
+export function holdingOf(req: { mode?: 'exclusive' | 'shared' | undefined; limit?: number | undefined }): { mode: 'exclusive' | 'shared'; limit: number } {
+  const mode = req.mode ?? 'exclusive';
+  return { mode, limit: mode === 'shared' ? 1 : (req.limit ?? 1) };
+}
+
+/** A mutex (exclusive, limit 1): the only holding a release hands to a waiter, and the stores' unchanged hot path. */
+export function isMutex(req: { mode?: 'exclusive' | 'shared' | undefined; limit?: number | undefined }): boolean {
+  const holding = holdingOf(req);
+  return holding.mode === 'exclusive' && holding.limit === 1;
+}

@@ -86,8 +86,8 @@ export function createLockTelemetry(deps: { metrics: ServerMetrics; log: EventLo
       activity.record(`force_revoke:${outcome}`);
       log.emit('lock_force_revoked', ctx, fact);
     },
-    holdEnded({ outcome, seconds }) {
-      metrics.observe('lockHoldSeconds', { outcome }, seconds);
+    holdEnded({ outcome, seconds, kind }) {
+      metrics.observe('lockHoldSeconds', { outcome, kind }, seconds);
     },
     waitEnded({ outcome, seconds }) {
       metrics.observe('lockWaitSeconds', { outcome }, seconds);

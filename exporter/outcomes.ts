@@ -43,8 +43,10 @@ function acquireFailure(code: string | undefined): AcquireOutcome {
       return 'contention_exceeded';
     case 'SESSION_NOT_FOUND':
       return 'session_not_found';
-    // A missing or wrong sessionToken is the caller's mistake, like malformed input.
+    // A missing or wrong sessionToken is the caller's mistake, like malformed input; so is a limit
+    // other than the key's holders named.
     case 'VALIDATION_FAILED':
+    case 'LIMIT_MISMATCH':
     case 'UNAUTHENTICATED':
     case 'NOT_FOUND':
       return 'invalid';

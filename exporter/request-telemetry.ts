@@ -19,7 +19,7 @@ import {
 } from '@opentelemetry/api';
 import type { HttpAnswer, MeasuredRequest, MeasuredRoute, RequestHeaders } from '../contract/http-events.js';
 import { outcomeOf, SUCCESS_OUTCOME, type MeasuredOutcome } from './outcomes.js';
-import type { AcquireOutcome, ReleaseOutcome, RenewOutcome } from '../contract/metric-table.js';
+import type { AcquireOutcome, LockKind, ReleaseOutcome, RenewOutcome } from '../contract/metric-table.js';
 import type { ExemplarLabels, ServerMetrics } from './server-metrics.js';
 import { extractCallerContext, tracingActive } from './trace-context.js';
 
@@ -46,6 +46,7 @@ export function beginMeasuredRequest(
   const spanContext = span.spanContext();
   const spanned = trace.setSpan(parent, span);
   let finished = false;
+  let kind: LockKind = 'mutex';
 
   return {
     trace: spanContext,
@@ -53,11 +54,15 @@ export function beginMeasuredRequest(
     fencingToken(token) {
       span.setAttribute('lock.fencing_token', token);
     },
+    kind(asked) {
+      kind = asked;
+      span.setAttribute('lock.kind', asked);
+    },
     answered({ status, code, seconds, draining }: HttpAnswer) {
       if (finished) return;
       finished = true;
       const outcome = outcomeOf(route, status, code, draining);
-      record(metrics, route, outcome, seconds, exemplarOf(spanContext));
+      record(metrics, route, outcome, kind, seconds, exemplarOf(spanContext));
       endSpan(span, outcome, outcome !== SUCCESS_OUTCOME[route]);
       onOutcome(route, outcome);
     },
@@ -75,15 +80,19 @@ export function beginMeasuredRequest(
  */
 function untracedRequest(route: MeasuredRoute, spanContext: SpanContext, metrics: ServerMetrics, onOutcome: OutcomeListener): MeasuredRequest {
   let finished = false;
+  let kind: LockKind = 'mutex';
   return {
     trace: spanContext,
     run: (work) => work(),
     fencingToken() {},
+    kind(asked) {
+      kind = asked;
+    },
     answered({ status, code, seconds, draining }: HttpAnswer) {
       if (finished) return;
       finished = true;
       const outcome = outcomeOf(route, status, code, draining);
-      record(metrics, route, outcome, seconds, exemplarOf(spanContext));
+      record(metrics, route, outcome, kind, seconds, exemplarOf(spanContext));
       onOutcome(route, outcome);
     },
     abandoned() {
@@ -92,8 +101,8 @@ function untracedRequest(route: MeasuredRoute, spanContext: SpanContext, metrics
   };
 }
 
-function record(metrics: ServerMetrics, route: MeasuredRoute, outcome: MeasuredOutcome, seconds: number, exemplar?: ExemplarLabels) {
-  if (route === 'acquire') metrics.observe('lockAcquireSeconds', { outcome: outcome as AcquireOutcome }, seconds, exemplar);
+function record(metrics: ServerMetrics, route: MeasuredRoute, outcome: MeasuredOutcome, kind: LockKind, seconds: number, exemplar?: ExemplarLabels) {
+  if (route === 'acquire') metrics.observe('lockAcquireSeconds', { outcome: outcome as AcquireOutcome, kind }, seconds, exemplar);
   else if (route === 'renew') metrics.inc('lockRenewTotal', { outcome: outcome as RenewOutcome });
   else metrics.inc('lockReleaseTotal', { outcome: outcome as ReleaseOutcome });
 }

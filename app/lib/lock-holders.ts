@@ -4,20 +4,18 @@
  * Pure functions of LockInfo, shared by the locks list, the key page and the leaders view.
  */
 import type { LockHolder, LockInfo, Page } from './api-types';
+import { lockKindOf } from '../../contract/wire-rules';
 
 /** LockInfo as read off the wire: a lock server before v3 sends no `holders` (nor `mode`, `limit`). */
 export type LockInfoRead = Omit<LockInfo, 'holders'> & { holders?: LockHolder[] };
 
-export type LockKind = 'mutex' | 'semaphore' | 'shared';
+export type { LockKind } from '../../contract/wire-rules';
 
 /**
- * The kind of holding (C4's `kind` label values). A held lock without `mode`/`limit` comes from a
- * server before v3, which had only the mutex.
+ * The kind of holding (C4's `kind` label values; contract's one rule). A held lock without
+ * `mode`/`limit` comes from a server before v3, which had only the mutex.
  */
-export function lockKind(lock: Pick<LockInfoRead, 'mode' | 'limit'>): LockKind {
-  if (lock.mode === 'shared') return 'shared';
-  return (lock.limit ?? 1) > 1 ? 'semaphore' : 'mutex';
-}
+export const lockKind = (lock: Pick<LockInfoRead, 'mode' | 'limit'>) => lockKindOf(lock);
 
 /**
  * Every holder, lowest token first. A server before v3 sends no `holders`: its single-holder

@@ -225,7 +225,10 @@ export class AcquireWait {
   /** The store checked the session token and found the key held: from now on the wait counts. */
   admit(holder: HeldLock | null): void {
     if (holder && holder.sessionId !== this.req.session.sessionId) this.sawHeldByOther = true;
-    this.waiter.holderSessionId = holder?.sessionId ?? this.waiter.holderSessionId;
+    // A wait-for edge only to a mutex key's holder (spi.ts "Multi-holder keys"): a key that admits
+    // several holders frees up when any one leaves, so a cycle through it need not be a deadlock.
+    if (holder && !isMutex(holder)) this.waiter.holderSessionId = null;
+    else this.waiter.holderSessionId = holder?.sessionId ?? this.waiter.holderSessionId;
     if (this.waiter.admitted) return;
     const sessionId = this.req.session.sessionId;
     if (this.deps.waiters.countForSession(sessionId) >= this.deps.contention.maxWaitsPerSession) {

@@ -1,5 +1,5 @@
 /** Grants as core answers them (LockGrant: a held lock without its owner). */
-import { MUTEX, type LockGrant, type LockMode } from '../../contract/records.js';
+import type { LockGrant, LockMode } from '../../contract/records.js';
 import type { HeldLock } from '../store/spi.js';
 
 export function toGrant(lock: HeldLock): LockGrant {
@@ -7,21 +7,16 @@ export function toGrant(lock: HeldLock): LockGrant {
   return grant;
 }
 
-/** What an acquire asks to hold: a shared grant counts as limit 1 (spi.ts "Multi-holder keys"). */
+export { holdingOf } from '../../contract/wire-rules.js';
+
+/** What an acquire asks to hold (contract/wire-rules.ts holdingOf). */
 export interface Holding {
   mode: LockMode;
   limit: number;
 }
 
-export function holdingOf(req: { mode?: LockMode; limit?: number }): Holding {
-  const mode = req.mode ?? MUTEX.mode;
-  return { mode, limit: mode === 'shared' ? 1 : (req.limit ?? MUTEX.limit) };
-}
-
 /** A mutex wait is the only kind a release hands a key (FIFO handoff). */
-export function isMutex(holding: Holding): boolean {
-  return holding.mode === MUTEX.mode && holding.limit === MUTEX.limit;
-}
+export { isMutex } from '../../contract/wire-rules.js';
 
 /**
  * A grant a release handed this wait carries the wait's own value (stored with it in the releasing

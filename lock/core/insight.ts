@@ -11,7 +11,7 @@
  */
 import type { AuditEntry, LockGrant } from '../../contract/records.js';
 import type { BrokenDeadlock, ContendedKey, WaitGraph } from '../../contract/insight.js';
-import type { HoldOutcome } from '../../contract/metric-table.js';
+import { lockKindOf, type HoldOutcome } from '../../contract/metric-table.js';
 import type { LockEvents } from '../../contract/lock-events.js';
 import type { EndedLock, HeldLock, LockStore } from '../store/spi.js';
 import { ContentionTop, mergeTopK, rankEntries, type ContentionTopOptions, type TopKSummary } from './contention-top.js';
@@ -84,7 +84,7 @@ export class LockInsight {
   /** Once per grant that ended: lock_hold_seconds and the history. */
   ended(lock: EndedLock, end: GrantEnd): void {
     const heldMillis = Math.max(0, lock.endedAt - lock.grantedAt);
-    this.events.holdEnded({ outcome: end.outcome, seconds: heldMillis / 1000 });
+    this.events.holdEnded({ outcome: end.outcome, seconds: heldMillis / 1000, kind: lockKindOf(lock) });
     this.history.record({
       at: lock.endedAt,
       kind: end.outcome === 'session_ended' ? 'session_ended' : end.outcome,

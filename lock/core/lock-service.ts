@@ -5,8 +5,8 @@
  * health (store-health.ts). It speaks to a store only through the SPI and never names one.
  */
 import { verifyAuditChain, type AuditSealer, type ChainVerification } from '../audit/chain.js';
-import { HoldLimitReachedError, LimitMismatchError, LockLostError, NotLeaderError, ValidationFailedError } from '../errors.js';
-import type { AuditEntry, FencingToken, LockGrant, LockInfo, LockMode, LockOutcome, Page, SessionInfo } from '../../contract/records.js';
+import { HoldLimitReachedError, LockLostError, NotLeaderError } from '../errors.js';
+import type { AuditEntry, FencingToken, LockGrant, LockInfo, LockOutcome, Page, SessionInfo } from '../../contract/records.js';
 import type { AuditHead, AuditQuery, HeldLock, InstancePublication, LockStore, SessionCredential } from '../store/spi.js';
 import type { EventContext, LockEvents } from '../../contract/lock-events.js';
 import type { AcquireWaits } from './acquire-wait.js';
@@ -16,7 +16,9 @@ import type { FleetCoordinator } from './fleet.js';
 import type { Handoffs } from './handoffs.js';
 import type { ContendedKey, LockInsight } from './insight.js';
 import type { LockPolicies } from './lock-policies.js';
-import { handedGrant, holdingOf, isMutex, toGrant } from './grants.js';
+import { handedGrant, toGrant } from './grants.js';
+import { lockKindOf } from '../../contract/wire-rules.js';
+import { attemptOf, refusedAttempt, type AcquireRequest } from './acquire-attempt.js';
 import type { LockReads } from './lock-reads.js';
 import type { LockWatches } from './lock-watches.js';
 import { wireServiceParts, type LockServiceOptions } from './service-parts.js';
@@ -154,37 +156,20 @@ export class LockService {
    * wait, try again. `signal` aborts when the caller goes away (HTTP client disconnect). The server
    * span `lock.acquire` is the caller's (exporter/request-telemetry.ts).
    */
-  async acquire(
-    req: { key: string; session: SessionCredential; ttlMillis?: number; waitMillis: number; value?: string; mode?: LockMode; limit?: number },
-    ctx: EventContext,
-    signal?: AbortSignal,
-  ): Promise<LockGrant> {
+  async acquire(req: AcquireRequest, ctx: EventContext, signal?: AbortSignal): Promise<LockGrant> {
     // Before anything is tried, charged or recorded: a scoped session's reach, the key's policy.
     await this.scopes?.check(req.session, req.key);
-    const { key, session, value } = req;
-    const kind = holdingOf(req);
-    if (!isMutex(kind) && !this.store.multiHolder) {
-      throw new ValidationFailedError(`the ${this.store.backend} store grants mutexes only (mode "exclusive", limit 1)`);
-    }
-    const attempt = {
-      key,
-      session,
-      ttlMillis: this.policies.acquireTtl(key, req.ttlMillis),
-      ...(value !== undefined ? { value } : {}),
-      ...(isMutex(kind) ? {} : kind),
-    };
+    const attempt = attemptOf(req, this.store, this.policies.acquireTtl(req.key, req.ttlMillis));
     const who = { key: req.key, sessionId: req.session.sessionId };
-    const mismatch = (keyLimit: number) => new LimitMismatchError(key, kind.limit, keyLimit);
     // The budget is of contended attempts: a free key is granted whatever the budget says.
     if (req.waitMillis <= 0) {
       const result = await this.store.tryAcquire(attempt);
       if (result.kind === 'granted') return this.granted(result.grant, result.owner, result.existing, 0, ctx);
-      if (result.kind === 'limit_mismatch') throw mismatch(result.limit);
-      if (result.kind !== 'held') throw refused(result, who.sessionId);
+      if (result.kind !== 'held') throw refusedAttempt(result, req);
       throw await this.contended(who, result.holder, ctx);
     }
     const capsWaiters = this.policies.of(req.key)?.maxWaiters !== undefined;
-    const wait = await this.waits.open({ ...req, ...kind, ttlMillis: attempt.ttlMillis }, ctx, signal, capsWaiters);
+    const wait = await this.waits.open({ ...req, ttlMillis: attempt.ttlMillis }, ctx, signal, capsWaiters);
     try {
       for (;;) {
         // A release handed this wait the key (FIFO handoff): nothing to try.
@@ -204,8 +189,7 @@ export class LockService {
           if (waitId !== undefined && !result.existing) wait.recordEndedByGrant();
           return this.granted(result.grant, result.owner, wait.isNew(result), wait.succeeded(), ctx);
         }
-        if (result.kind === 'limit_mismatch') throw mismatch(result.limit);
-        if (result.kind !== 'held') throw refused(result, who.sessionId);
+        if (result.kind !== 'held') throw refusedAttempt(result, req);
         // Only now, with the session token checked by the store, does the wait count or get recorded.
         if (capsWaiters && !wait.admitted) await this.policies.admitWait(req.key, () => this.reads.waiterCount(req.key));
         wait.admit(result.holder);
@@ -400,6 +384,7 @@ export class LockService {
         fencingToken: grant.fencingToken,
         ttlMillis: grant.ttlMillis,
         waitedMillis,
+        kind: lockKindOf(grant),
       });
     }
     return grant;

@@ -9,6 +9,7 @@ import { bodyOf, credentialOf, eventContext, inSpan, keyOf } from './request-con
 import { routeSchemas, type HttpApp } from './schemas.js';
 import { WATCH_MILLIS } from '../../contract/wire-rules.js';
 import { checkFencingToken, checkHolding, checkLockValue, parseMillis } from './validation.js';
+import { lockKindOf } from '../../contract/metric-table.js';
 import type { LockMode } from '../../contract/records.js';
 
 export interface LockRouteDeps {
@@ -25,6 +26,7 @@ export function registerLockRoutes(app: HttpApp, deps: LockRouteDeps): void {
     const body = bodyOf<{ sessionId: string; ttlMillis?: number; waitMillis?: number; value?: string; mode?: LockMode; limit?: number }>(request);
     const value = checkLockValue(body.value);
     const holding = checkHolding(body.mode, body.limit);
+    request.measured?.kind(lockKindOf(holding));
     const acquire = (signal?: AbortSignal) =>
       // The server span continues the caller's trace when it sent one (the SDK's lock.acquire span).
       inSpan(request, () =>

@@ -39,9 +39,10 @@
  *   - While the key has a live grant, an attempt naming another limit is `limit_mismatch` (nothing
  *     changes, no wait is recorded), whatever its mode.
  *   - `exclusive` with limit N is admitted while fewer than N live grants hold the key, all exclusive.
- *     `shared` is admitted while every live grant is shared and no live recorded wait of another
- *     session on the key is exclusive (writer preference: every wait is exclusive unless recorded
- *     with mode `shared`). Else `held`, naming the live grant with the lowest token.
+ *     `shared` is admitted while every live grant is shared and, while the key is held, no live
+ *     recorded wait of another session on it is exclusive (writer preference: every wait is
+ *     exclusive unless recorded with mode `shared`). Else `held`, naming the live grant with the
+ *     lowest token.
  *   - Each admitted attempt is its own grant: its own token (rule 1), TTL, value and session. Ending
  *     one (release, lapse, revoke, session end) ends that grant only, and is announced like any end
  *     (release feed, holder watch).

@@ -7,7 +7,7 @@
  * every series the ledger does not name must not have moved at all.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { METRIC_SPECS, type MetricSpec } from '../../contract/metric-table.js';
+import { METRIC_SPECS, lockKindOf, type MetricSpec } from '../../contract/metric-table.js';
 import type { LockStore, ReleaseWaiter } from '../../lock/store/spi.js';
 import { eventually, httpClient, type Answer } from '../support/http.js';
 import { startServer, type TestServer } from '../support/server.js';
@@ -32,12 +32,17 @@ const EXACT = [
 ];
 
 /** Expected movements: metric → series → count, for the series the test caused. */
+/** The label names a metric of the table carries. */
+const SERIES_LABELS = (name: string) => METRIC_SPECS.find((spec) => spec.name === name)?.labels ?? {};
+
 class Ledger {
   private readonly counts = new Map<string, Map<string, number>>();
   constructor(private readonly backend: string) {}
   add(metric: string, labels: Record<string, string>, by = 1) {
     const series = this.counts.get(metric) ?? new Map<string, number>();
-    const id = seriesId({ ...labels, backend: this.backend });
+    // v3's `kind` label: every grant this walk asks for is a mutex unless it says otherwise.
+    const kind: Record<string, string> = 'kind' in SERIES_LABELS(metric) && labels.kind === undefined ? { kind: 'mutex' } : {};
+    const id = seriesId({ ...kind, ...labels, backend: this.backend });
     series.set(id, (series.get(id) ?? 0) + by);
     this.counts.set(metric, series);
   }
@@ -127,7 +132,7 @@ describe.each(STORES)('C4 contract on %s', (storeName) => {
       (expectAnswer(await api.openSession({ owner, ttlMillis }), 201).body as { sessionId: string }).sessionId;
     const acquire = async (k: string, body: Record<string, unknown>, status: number, code: string | undefined, outcome: string) => {
       const answer = expectAnswer(await api.acquire(k, body), status, code);
-      ledger.add('lock_acquire_seconds', { outcome });
+      ledger.add('lock_acquire_seconds', { outcome, kind: lockKindOf(body as { mode?: string; limit?: number }) });
       return answer;
     };
 
@@ -193,6 +198,17 @@ describe.each(STORES)('C4 contract on %s', (storeName) => {
     await acquire(k3, { sessionId: waiterD, waitMillis: 300 }, 409, 'LOCK_CONTENDED', 'contended');
     ledger.add('lock_wait_seconds', { outcome: 'deadline' });
     ledger.add('lock_contention_total', { reason: 'contended' });
+
+    // v3 kinds, each counted under its own `kind`: a semaphore permit, a limit its holders do not
+    // name (LIMIT_MISMATCH: the caller's mistake, `invalid`), and a shared grant.
+    const pool = key('pool');
+    const permit = (await acquire(pool, { sessionId: a, limit: 2 }, 200, undefined, 'granted')).body as { fencingToken: string };
+    await acquire(pool, { sessionId: waiterD, limit: 3 }, 409, 'LIMIT_MISMATCH', 'invalid');
+    await acquire(pool, { sessionId: waiterD, mode: 'shared' }, 409, 'LIMIT_MISMATCH', 'invalid');
+    expectAnswer(await api.release(pool, { sessionId: a, fencingToken: permit.fencingToken }), 200);
+    ledger.add('lock_release_total', { outcome: 'released' });
+    await acquire(key('readers'), { sessionId: a, mode: 'shared' }, 200, undefined, 'granted');
+    await acquire(key('readers'), { sessionId: waiterD, mode: 'shared' }, 200, undefined, 'granted');
 
     // A wait-for cycle (SQL stores keep fleet-wide wait state and break it): the younger wait is
     // answered 409 DEADLOCK_DETECTED (outcome contended, its wait aborted); the older is granted

@@ -34,7 +34,12 @@ async function oldestHeld(): Promise<number> {
 async function holdCounts(): Promise<Record<string, { count: number; sum: number }>> {
   const family = (await scrape(server.url)).families.get('lock_hold_seconds')!;
   const out: Record<string, { count: number; sum: number }> = {};
-  for (const s of family.series) if (s.labels.backend === server.backend) out[s.labels.outcome!] = { count: s.count!, sum: s.sum! };
+  // Summed over `kind` (v3): every grant here is a mutex, and no other kind may move.
+  for (const s of family.series) {
+    if (s.labels.backend !== server.backend) continue;
+    const sofar = out[s.labels.outcome!] ?? { count: 0, sum: 0 };
+    out[s.labels.outcome!] = { count: sofar.count + s.count!, sum: sofar.sum + s.sum! };
+  }
   return out;
 }
 

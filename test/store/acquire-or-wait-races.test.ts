@@ -82,7 +82,7 @@ describe('contended acquire races on postgres', () => {
       (result) => ({ result }),
       (error: unknown) => ({ error }),
     );
-    await seenWaiting('holdfast_acquire_or_wait_batch', 'Lock');
+    await seenWaiting('holdfast_acquire_holders', 'Lock');
     await leaving.query('COMMIT');
 
     const outcome = await settled;

@@ -8,7 +8,7 @@ import type { LockEvents } from '../../contract/lock-events.js';
 import type { Clock } from '../../lock/core/clock.js';
 import { LockService } from '../../lock/core/lock-service.js';
 import { hashSessionToken } from '../../lock/core/session-token.js';
-import { ContentionExceededError, LockContendedError, SessionNotFoundError, UnauthenticatedError } from '../../lock/errors.js';
+import { ContentionExceededError, LimitMismatchError, LockContendedError, SessionNotFoundError, UnauthenticatedError, ValidationFailedError } from '../../lock/errors.js';
 import { MemoryLockStore } from '../../lock/store/memory/memory-store.js';
 
 /** Time moves only when the test says; sleepers due by then wake, in order. */
@@ -148,5 +148,61 @@ describe('core on the in-memory store', () => {
     const granted = await waiting;
     expect(granted.sessionId).toBe(b.sessionId);
     expect(await service.sweep(ctx)).toEqual({ sessions: 0, locks: 0 }); // nothing lapsed is left to end
+  });
+});
+
+describe('multi-holder keys through core (issue 23)', () => {
+  test('a semaphore admits its limit; a waiter takes the permit a holder frees, with a higher token; another limit is LIMIT_MISMATCH', async () => {
+    const { service, recorded, session } = await core();
+    const [a, b, c, d] = [await session('a'), await session('b'), await session('c'), await session('d')];
+    const ga = await service.acquire({ key: 'pool', session: a, ttlMillis: 30_000, waitMillis: 0, limit: 2 }, ctx);
+    const gb = await service.acquire({ key: 'pool', session: b, ttlMillis: 30_000, waitMillis: 0, limit: 2 }, ctx);
+    expect([ga, gb].map((g) => [g.mode, g.limit])).toEqual([['exclusive', 2], ['exclusive', 2]]);
+    const waiting = service.acquire({ key: 'pool', session: c, ttlMillis: 30_000, waitMillis: 10_000, limit: 2 }, ctx);
+    await settle();
+    expect((await service.readLock('pool')).waiterCount).toBe(1);
+    const mismatch = await service.acquire({ key: 'pool', session: d, ttlMillis: 30_000, waitMillis: 10_000, limit: 3 }, ctx).catch((e: unknown) => e);
+    expect(mismatch).toBeInstanceOf(LimitMismatchError);
+    expect(service.waiters.countForSession(d.sessionId)).toBe(0);
+    await service.release({ key: 'pool', session: a, fencingToken: ga.fencingToken }, ctx);
+    const gc = await waiting;
+    expect(BigInt(gc.fencingToken)).toBeGreaterThan(BigInt(gb.fencingToken));
+    const info = await service.readLock('pool');
+    expect(info).toMatchObject({ held: true, mode: 'exclusive', limit: 2, fencingToken: gb.fencingToken, waiterCount: 0 });
+    expect(info.holders.map((h) => h.sessionId)).toEqual([b.sessionId, c.sessionId]);
+    expect(recorded.of('holdEnded')).toEqual([expect.objectContaining({ outcome: 'released', kind: 'semaphore' })]);
+  });
+
+  test('readers share a key; a writer waits for the last of them and is granted after it', async () => {
+    const { service, session } = await core();
+    const [r1, r2, w] = [await session('r1'), await session('r2'), await session('w')];
+    const g1 = await service.acquire({ key: 'rw', session: r1, ttlMillis: 30_000, waitMillis: 0, mode: 'shared' }, ctx);
+    const g2 = await service.acquire({ key: 'rw', session: r2, ttlMillis: 30_000, waitMillis: 0, mode: 'shared' }, ctx);
+    expect(g2.mode).toBe('shared');
+    const writer = service.acquire({ key: 'rw', session: w, ttlMillis: 30_000, waitMillis: 10_000 }, ctx);
+    await settle();
+    await service.release({ key: 'rw', session: r1, fencingToken: g1.fencingToken }, ctx);
+    await settle();
+    expect((await service.readLock('rw')).holders.map((h) => h.sessionId)).toEqual([r2.sessionId]);
+    await service.release({ key: 'rw', session: r2, fencingToken: g2.fencingToken }, ctx);
+    const gw = await writer;
+    expect(gw).toMatchObject({ sessionId: w.sessionId, mode: 'exclusive', limit: 1 });
+    expect(BigInt(gw.fencingToken)).toBeGreaterThan(BigInt(g2.fencingToken));
+  });
+
+  test('a store without the multi-holder rules is asked for mutexes only: the rest is a 400 before anything is tried', async () => {
+    const clock = new SteppedClock();
+    const store = new MemoryLockStore({ now: () => clock.now() });
+    Object.defineProperty(store, 'multiHolder', { value: false });
+    const service = new LockService(store, recordingEvents().events, { clock, random: () => 0.5 });
+    services.push(service);
+    await service.start();
+    const view = await service.openSession({ ttlMillis: 60_000, owner: 'a' }, ctx);
+    const a = { sessionId: view.sessionId, tokenHash: hashSessionToken(view.sessionToken) };
+    for (const holding of [{ mode: 'shared' as const }, { limit: 4 }]) {
+      expect(await service.acquire({ key: 'k', session: a, ttlMillis: 30_000, waitMillis: 0, ...holding }, ctx).catch((e: unknown) => e)).toBeInstanceOf(ValidationFailedError);
+    }
+    expect((await service.readLock('k')).held).toBe(false);
+    expect(await service.acquire({ key: 'k', session: a, ttlMillis: 30_000, waitMillis: 0, limit: 1 }, ctx)).toMatchObject({ mode: 'exclusive', limit: 1 });
   });
 });

@@ -47,9 +47,10 @@ export class AcquireBatcher {
   ) {}
 
   /**
-   * Runs the txn `build(slot)` returns in the next batch. The txn must create
-   * `lockKey` only if it is absent: etcd refuses a txn that writes one key twice,
-   * so a key asked for twice in one turn goes into the next batch.
+   * Runs the txn `build(slot)` returns in the next batch. The txn writes `lockKey`
+   * (a mutex grant creates it; a multi-holder grant rewrites the key's anchor:
+   * holders.ts) only if it is as its caller read it: etcd refuses a txn that writes
+   * one key twice, so a key asked for twice in one turn goes into the next batch.
    */
   submit(lockKey: Buffer, build: (slot: string) => ITxnRequest): Promise<BatchedAnswer> {
     return new Promise((resolve, reject) => {

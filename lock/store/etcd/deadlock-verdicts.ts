@@ -10,6 +10,7 @@ import type { DeadlockVerdict, WaitEdge } from '../spi.js';
 import { range } from './etcd-client.js';
 import type { EtcdFleetContext, FleetReads, WaitRow } from './fleet-reads.js';
 import { createRevisionIs, getOp, modRevisionIs, prefixRange, putOp, rangeResult } from './ops.js';
+import { isAnchor } from './holders.js';
 import { decodeLock } from './records.js';
 
 /** What an edge was decided on: compared again when its verdict is written. */
@@ -134,7 +135,8 @@ export class DeadlockVerdicts {
     const holders = new Map<string, { row: ReturnType<typeof decodeLock>; kv: IKeyValue }>();
     lockKeys.forEach((key, i) => {
       const kv = locks[i];
-      if (kv) holders.set(key, { row: decodeLock(key, kv), kv });
+      // Mutex keys only: a cycle through a key that admits several holders need not be a deadlock.
+      if (kv && !isAnchor(kv)) holders.set(key, { row: decodeLock(key, kv), kv });
     });
     const holderSessions = await this.reads.sessionRevisions([...holders.values()].map((h) => h.row.stored.sessionId));
     const edges: EdgeEvidence[] = [];

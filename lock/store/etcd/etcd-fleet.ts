@@ -14,6 +14,7 @@
  *   read and which of them count is fleet-reads.ts.
  */
 import type { IRequestOp } from 'etcd3';
+import type { LockMode } from '../../../contract/records.js';
 import type { DeadlockVerdict, FleetWaitState, InstancePublication, WaitEdge } from '../spi.js';
 import { DeadlockVerdicts } from './deadlock-verdicts.js';
 import { range, readTxn } from './etcd-client.js';
@@ -115,7 +116,15 @@ export class EtcdFleet implements FleetWaitState {
 
   // ---------------------------------------------------------------- waits
 
-  async beginWait(req: { waitId: string; sessionId: string; key: string; instanceId: string; ttlMillis?: number; deadlineMillis?: number }): Promise<void> {
+  async beginWait(req: {
+    waitId: string;
+    sessionId: string;
+    key: string;
+    instanceId: string;
+    ttlMillis?: number;
+    deadlineMillis?: number;
+    mode?: LockMode;
+  }): Promise<void> {
     const keys = this.ctx.keys;
     const etcdKey = keys.wait(req.key, req.waitId);
     let session = await this.ctx.knownSession(req.sessionId);
@@ -129,6 +138,8 @@ export class EtcdFleet implements FleetWaitState {
         instanceId: req.instanceId,
         leaseId: current.session.leaseId,
         recordedAt: this.ctx.clock(),
+        // Only a shared wait says so: an exclusive one (the default) is what keeps new shared grants out.
+        ...(req.mode === 'shared' ? { mode: req.mode } : {}),
       };
       const txn = {
         // Only while that session incarnation (whose lease the key joins) and the instance are live.

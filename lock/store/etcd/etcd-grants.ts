@@ -5,7 +5,7 @@
  * is the key's create revision × 1000 + its slot in the granting txn (grant-tokens.ts).
  */
 import { randomUUID } from 'node:crypto';
-import type { ICompare, ITxnResponse } from 'etcd3';
+import type { ICompare, IKeyValue, ITxnResponse } from 'etcd3';
 import { NotLeaderError } from '../../errors.js';
 import { MUTEX, type FencingToken, type LockGrant, type Page } from '../../../contract/records.js';
 import type {
@@ -28,19 +28,33 @@ import type { EtcdAudit } from './etcd-audit.js';
 import { MAX_DECISIONS, type EtcdContext } from './etcd-context.js';
 import { grantToken, slotIs, tokenParts } from './grant-tokens.js';
 import { GrantLeasePool, grantLease } from './leases.js';
-import { createRevisionIs, createRevisionIsNot, deletedResult, deleteOp, getOp, modRevisionIs, putOp, rangeResult } from './ops.js';
+import {
+  createRevisionIs,
+  createRevisionIsNot,
+  deletedResult,
+  deleteOp,
+  getOp,
+  modRevisionIs,
+  prefixRange,
+  putOp,
+  rangeOp,
+  rangeResult,
+  rangeResults,
+} from './ops.js';
 import { decodeLock, decodeSession, encode, type LockRow, type SessionRow, type StoredLock } from './records.js';
 import { ReleaseBatcher } from './release-batcher.js';
+import { HolderGrants, type HolderMemory } from './holder-grants.js';
+import { holdingOf } from '../../../contract/wire-rules.js';
+import { describeHolders, dropAnchorIfEmpty, isAnchor, isMutex, liveHolders, livenessKey } from './holders.js';
 
-/** Where a failed acquire leaves who held the key, so the wait that follows also ends with that session. */
-export interface HolderMemory {
-  rememberHolder(key: string, sessionId: string): void;
-}
+export type { HolderMemory } from './holder-grants.js';
 
 export class EtcdGrants {
   private readonly grantLeases: GrantLeasePool;
   private readonly releases: ReleaseBatcher;
   private readonly acquires: AcquireBatcher;
+  /** Shared and limit > 1 grants (holder-grants.ts). */
+  private readonly multi: HolderGrants;
 
   constructor(
     private readonly ctx: EtcdContext,
@@ -54,9 +68,12 @@ export class EtcdGrants {
       (attempt) => ctx.write(attempt),
     );
     this.acquires = new AcquireBatcher(() => ctx.etcd(), acquireBatching);
+    this.multi = new HolderGrants(ctx, this.grantLeases, this.acquires, holders);
   }
 
   async tryAcquire(req: AcquireAttempt): Promise<TryAcquireResult> {
+    const want = holdingOf(req);
+    if (!isMutex(want)) return this.multi.tryAcquire(req, want);
     const client = this.ctx.etcd();
     const sessionId = req.session.sessionId;
     const lockKey = this.ctx.keys.lock(req.key);
@@ -97,7 +114,8 @@ export class EtcdGrants {
             compare: [createRevisionIs(lockKey, '0'), createRevisionIs(recordKey, '0'), createRevisionIs(sessionKey, current.createRevision)],
             // The grant ends this caller's recorded wait on the key in the same write (read-your-writes on waits).
             success: [putOp(lockKey, value, leaseId), putOp(recordKey, value), ...(endedWait ? [deleteOp(endedWait)] : [])],
-            failure: [getOp(lockKey), getOp(sessionKey), getOp(recordKey)],
+            // The key's multi-holder grants too (none on a mutex key): a key with an anchor is decided on them.
+            failure: [getOp(lockKey), getOp(sessionKey), getOp(recordKey), rangeOp(this.ctx.keys.holdersOf(req.key))],
           };
         });
       } catch (error) {
@@ -139,6 +157,12 @@ export class EtcdGrants {
         if (recordKv) await this.ctx.deleteIfUnchanged(recordKv);
         continue;
       }
+      if (isAnchor(lockKv)) {
+        // Shared or semaphore grants hold the key, or held it: they answer, or the key is taken over.
+        const answered = await this.multi.mutexOnAnchor(req.key, lockKv, rangeResults(response, 3), session, response.header.revision);
+        if (answered) return answered;
+        continue;
+      }
       const row = decodeLock(req.key, lockKv);
       if (row.stored.sessionId === sessionId && row.stored.sessionRevision === session.createRevision) {
         // Ours already. If our own earlier attempt broke mid-flight and landed, it is this call's grant.
@@ -147,7 +171,7 @@ export class EtcdGrants {
       }
       if (await this.ctx.sessionIncarnationLive(row.stored.sessionId, row.stored.sessionRevision)) {
         // The failed attempt's revision: a release after it is what a waiter waits for.
-        this.holders.rememberHolder(req.key, row.stored.sessionId);
+        this.holders.rememberHolders(req.key, [row.stored.sessionId]);
         return { kind: 'held', holder: row.lock, observedRevision: response.header.revision };
       }
       // The holder's session lapsed (its lease ran out) but nobody swept yet: the lock is free.
@@ -168,9 +192,11 @@ export class EtcdGrants {
     const sessionId = req.session.sessionId;
     const lockKey = this.ctx.keys.lock(req.key);
     const sessionKey = this.ctx.keys.session(sessionId);
+    // A grant of a multi-holder key lives at its own key (holders.ts), read in the same txn.
+    const holderKey = this.ctx.keys.holder(req.key, sessionId);
     const startedAt = Date.now();
     for (let decision = 0; decision < MAX_DECISIONS; decision += 1) {
-      const read = await readTxn(client, { success: [getOp(lockKey), getOp(sessionKey)] });
+      const read = await readTxn(client, { success: [getOp(lockKey), getOp(sessionKey), getOp(holderKey)] });
       const sessionKv = rangeResult(read, 1);
       if (!sessionKv) {
         this.ctx.sessions.forget(sessionId);
@@ -179,8 +205,10 @@ export class EtcdGrants {
       const session = decodeSession(sessionKv);
       this.ctx.sessions.remember(session);
       if (session.session.tokenHash !== req.session.tokenHash) return { kind: 'unauthenticated' };
-      const lockKv = rangeResult(read, 0);
+      const mutexKv = rangeResult(read, 0);
+      const lockKv = mutexKv && !isAnchor(mutexKv) ? mutexKv : rangeResult(read, 2);
       if (!lockKv) return { kind: 'lost' };
+      const liveKey = lockKv.key;
       const row = decodeLock(req.key, lockKv);
       if (row.lock.fencingToken !== req.fencingToken) return { kind: 'lost' };
       if (row.stored.sessionId !== sessionId || row.stored.sessionRevision !== session.createRevision) return { kind: 'lost' };
@@ -205,15 +233,15 @@ export class EtcdGrants {
       let response: ITxnResponse;
       try {
         response = await client.kv.txn({
-          compare: [modRevisionIs(lockKey, row.modRevision), createRevisionIs(sessionKey, session.createRevision)],
+          compare: [modRevisionIs(liveKey, row.modRevision), createRevisionIs(sessionKey, session.createRevision)],
           // A PUT on an existing key keeps its create revision: same fencing token, new lease.
-          success: [putOp(lockKey, encode(renewed), leaseId), putOp(this.ctx.keys.lockRecord(sessionId, req.key), encode(renewed))],
+          success: [putOp(liveKey, encode(renewed), leaseId), putOp(this.ctx.keys.lockRecord(sessionId, req.key), encode(renewed))],
           failure: [],
         });
       } catch (error) {
         await this.ctx.pauseIfUnavailable(error, startedAt);
         // Applied or not: the lock key carries this call's write exactly when it was.
-        const check = (await range(client, { key: lockKey })).kvs[0];
+        const check = (await range(client, { key: liveKey })).kvs[0];
         if (check && decodeLock(req.key, check).lock.fencingToken === req.fencingToken) {
           const landed = decodeLock(req.key, check);
           if (landed.stored.writeId === renewed.writeId) return { kind: 'renewed', lock: landed.lock };
@@ -232,6 +260,7 @@ export class EtcdGrants {
     const lockKey = this.ctx.keys.lock(req.key);
     const recordKey = this.ctx.keys.lockRecord(sessionId, req.key);
     const sessionKey = this.ctx.keys.session(sessionId);
+    const holderKey = this.ctx.keys.holder(req.key, sessionId);
     let session = await this.ctx.knownSession(sessionId);
     for (let decision = 0; decision < MAX_DECISIONS; decision += 1) {
       if (!session) return { kind: 'session_not_found' };
@@ -251,12 +280,36 @@ export class EtcdGrants {
         ],
         // Only the lock key's deleted value is read back (the record is its copy).
         success: [deleteOp(lockKey), deleteOp(recordKey, false)],
-        failure: [getOp(sessionKey)],
+        // Not a mutex grant: the same compare-and-delete on the session's grant of a multi-holder key
+        // (holders.ts), in the same round trip; it then counts the grants left under the key.
+        failure: [
+          getOp(sessionKey),
+          {
+            request_txn: {
+              compare: [
+                createRevisionIs(holderKey, token.revision),
+                ...slotIs(holderKey, token.slot),
+                createRevisionIs(recordKey, token.revision),
+                createRevisionIs(sessionKey, session.createRevision),
+              ],
+              success: [deleteOp(holderKey), deleteOp(recordKey, false), { request_range: { ...prefixRange(this.ctx.keys.holdersOf(req.key)), count_only: true } }],
+              failure: [],
+            },
+          },
+        ],
       });
       if (response.succeeded) {
         const deleted = deletedResult(response, 0);
         if (!deleted) return { kind: 'lost' };
         const row = decodeLock(req.key, deleted);
+        return { kind: 'released', lock: { ...row.lock, endedAt: this.ctx.clock() } };
+      }
+      const holderRelease = response.responses[1]?.response_txn as ITxnResponse | undefined;
+      const deletedHolder = holderRelease?.succeeded ? deletedResult(holderRelease, 0) : undefined;
+      if (deletedHolder) {
+        const row = decodeLock(req.key, deletedHolder);
+        // The last grant under the key: its anchor goes too (a grant landing meanwhile keeps it).
+        if (Number(holderRelease!.responses[2]?.response_range?.count ?? 1) === 0) await dropAnchorIfEmpty(this.ctx, req.key);
         return { kind: 'released', lock: { ...row.lock, endedAt: this.ctx.clock() } };
       }
       const sessionKv = rangeResult(response, 0);
@@ -276,6 +329,7 @@ export class EtcdGrants {
     const response = await range(this.ctx.etcd(), { key: this.ctx.keys.lock(key) });
     const kv = response.kvs[0];
     if (!kv) return null;
+    if (isAnchor(kv)) return this.readHolders(key);
     const row = decodeLock(key, kv);
     return (await this.ctx.sessionIncarnationLive(row.stored.sessionId, row.stored.sessionRevision)) ? row.lock : null;
   }
@@ -283,8 +337,10 @@ export class EtcdGrants {
   async listLocks(query: ListQuery & { prefix?: string }): Promise<Page<HeldLock>> {
     const checked = new Map<string, Promise<boolean>>();
     const page = await this.ctx.pageOf(this.ctx.keys.locksPrefix, query.prefix ?? '', decodeCursor(query.cursor), query.limit, async (kv) => {
+      // A multi-holder key's grant keys sort right after its anchor, and are listed through it.
       const key = this.ctx.keys.lockKeyOf(kv.key);
       if (key === null) return null;
+      if (isAnchor(kv)) return this.readHolders(key);
       const row = decodeLock(key, kv);
       const incarnation = `${row.stored.sessionId}@${row.stored.sessionRevision}`;
       let live = checked.get(incarnation);
@@ -297,48 +353,78 @@ export class EtcdGrants {
     return { items: page.items, nextCursor: encodeCursor(page.nextCursor) };
   }
 
+  /** A multi-holder key (its anchor read): its lowest-token live grant with every live grant, or null. */
+  private async readHolders(key: string): Promise<HeldLock | null> {
+    const response = await range(this.ctx.etcd(), prefixRange(this.ctx.keys.holdersOf(key)));
+    return describeHolders(await liveHolders(this.ctx, key, response.kvs));
+  }
+
   async forceRevoke(req: { key: string; expectedFencingToken?: FencingToken; audit: AuditDraft }): Promise<ForceRevokeResult> {
     const lockKey = this.ctx.keys.lock(req.key);
     for (let decision = 0; decision < MAX_DECISIONS; decision += 1) {
       const [lockResponse, head] = await Promise.all([range(this.ctx.etcd(), { key: lockKey }), this.audit.storedHead()]);
       const kv = lockResponse.kvs[0];
-      const row = kv ? decodeLock(req.key, kv) : null;
-      const compare: ICompare[] = [modRevisionIs(lockKey, row?.modRevision ?? '0')];
-      let live: LockRow | null = null;
-      if (row) {
-        const holderKey = this.ctx.keys.session(row.stored.sessionId);
-        if (await this.ctx.sessionIncarnationLive(row.stored.sessionId, row.stored.sessionRevision)) {
-          live = row;
-          compare.push(createRevisionIs(holderKey, row.stored.sessionRevision));
-        } else {
-          compare.push(createRevisionIsNot(holderKey, row.stored.sessionRevision));
-        }
-      }
-      const outcome = !live
-        ? 'NOT_HELD'
-        : req.expectedFencingToken !== undefined && req.expectedFencingToken !== live.lock.fencingToken
-          ? 'TOKEN_MISMATCH'
-          : 'REVOKED';
+      const { compare, live } = kv && isAnchor(kv) ? await this.revocableHolders(req.key, kv) : await this.revocableMutex(req.key, kv);
+      // The grant the token names, or else the lowest-token one: one permit at a time.
+      const target = req.expectedFencingToken !== undefined ? live.find((row) => row.lock.fencingToken === req.expectedFencingToken) : live[0];
+      const outcome = live.length === 0 ? 'NOT_HELD' : !target ? 'TOKEN_MISMATCH' : 'REVOKED';
       const append = this.audit.plan(head, req.audit, {
         action: 'lock.revoke',
         target: req.key,
-        fencingToken: live?.lock.fencingToken ?? req.expectedFencingToken,
+        fencingToken: target?.lock.fencingToken ?? live[0]?.lock.fencingToken ?? req.expectedFencingToken,
         outcome,
       });
       let ops = append.ops;
-      if (outcome === 'REVOKED' && live) {
-        const recordKey = this.ctx.keys.lockRecord(live.stored.sessionId, req.key);
-        compare.push(createRevisionIs(recordKey, live.createRevision));
-        ops = [deleteOp(lockKey), deleteOp(recordKey), ...append.ops];
+      const named = target ?? live[0];
+      if (named?.stored.mode !== undefined) {
+        // The multi-holder grant the answer names is still that live grant (a mutex's is pinned with its key).
+        compare.push(
+          modRevisionIs(this.ctx.keys.holder(req.key, named.stored.sessionId), named.modRevision),
+          createRevisionIs(this.ctx.keys.session(named.stored.sessionId), named.stored.sessionRevision),
+        );
+      }
+      if (target) {
+        const liveKey = livenessKey(this.ctx.keys, target);
+        const recordKey = this.ctx.keys.lockRecord(target.stored.sessionId, req.key);
+        compare.push(createRevisionIs(liveKey, target.createRevision), createRevisionIs(recordKey, target.createRevision));
+        ops = [deleteOp(liveKey), deleteOp(recordKey), ...append.ops];
       }
       if (!(await this.audit.commit([...compare, append.compare], ops, append.entry))) continue;
-      if (outcome === 'REVOKED' && live) {
-        return { outcome, revoked: { ...live.lock, endedAt: append.entry.at }, audit: append.entry };
+      if (target) {
+        if (target.stored.mode !== undefined) await dropAnchorIfEmpty(this.ctx, req.key);
+        return { outcome: 'REVOKED', revoked: { ...target.lock, endedAt: append.entry.at }, audit: append.entry };
       }
-      if (outcome === 'TOKEN_MISMATCH' && live) return { outcome, holder: live.lock, audit: append.entry };
+      if (live[0]) return { outcome: 'TOKEN_MISMATCH', holder: live[0].lock, audit: append.entry };
       return { outcome: 'NOT_HELD', audit: append.entry };
     }
     throw new NotLeaderError(`revoke of ${JSON.stringify(req.key)} kept racing other writers`);
+  }
+
+  /** A mutex key's live grant (none or one), with the compares that pin the reading. */
+  private async revocableMutex(key: string, kv: IKeyValue | undefined): Promise<{ compare: ICompare[]; live: LockRow[] }> {
+    const lockKey = this.ctx.keys.lock(key);
+    const row = kv ? decodeLock(key, kv) : null;
+    const compare: ICompare[] = [modRevisionIs(lockKey, row?.modRevision ?? '0')];
+    if (!row) return { compare, live: [] };
+    const holderKey = this.ctx.keys.session(row.stored.sessionId);
+    if (await this.ctx.sessionIncarnationLive(row.stored.sessionId, row.stored.sessionRevision)) {
+      compare.push(createRevisionIs(holderKey, row.stored.sessionRevision));
+      return { compare, live: [row] };
+    }
+    compare.push(createRevisionIsNot(holderKey, row.stored.sessionRevision));
+    return { compare, live: [] };
+  }
+
+  /**
+   * A multi-holder key's live grants (lowest token first), with the compare that pins the reading:
+   * the anchor, which every new grant rewrites. A grant read as not live stays so (its lease or session
+   * incarnation ended for good); the grant the answer names is pinned by the caller.
+   */
+  private async revocableHolders(key: string, anchorKv: IKeyValue): Promise<{ compare: ICompare[]; live: LockRow[] }> {
+    const response = await range(this.ctx.etcd(), prefixRange(this.ctx.keys.holdersOf(key)));
+    const live = await liveHolders(this.ctx, key, response.kvs);
+    const compare: ICompare[] = [modRevisionIs(this.ctx.keys.lock(key), String(anchorKv.mod_revision))];
+    return { compare, live };
   }
 
   /**
@@ -354,7 +440,7 @@ export class EtcdGrants {
         const named = this.ctx.keys.lockRecordOf(kv.key);
         return named ? [{ kv, row: decodeLock(named.key, kv) }] : [];
       });
-      const liveKeys = await this.ctx.readKeys(rows.map(({ row }) => this.ctx.keys.lock(row.lock.key)));
+      const liveKeys = await this.ctx.readKeys(rows.map(({ row }) => livenessKey(this.ctx.keys, row)));
       for (const [index, { kv, row }] of rows.entries()) {
         if (removed.length >= limit) return removed;
         const live = liveKeys[index];
@@ -362,7 +448,9 @@ export class EtcdGrants {
         const response = await this.ctx.write(() =>
           this.ctx.etcd().kv.txn({ compare: [modRevisionIs(kv.key, row.modRevision)], success: [deleteOp(kv.key)], failure: [] }),
         );
-        if (response.succeeded) removed.push({ ...row.lock, endedAt: this.ctx.clock() });
+        if (!response.succeeded) continue;
+        removed.push({ ...row.lock, endedAt: this.ctx.clock() });
+        if (row.stored.mode !== undefined) await dropAnchorIfEmpty(this.ctx, row.lock.key);
       }
     }
     return removed;

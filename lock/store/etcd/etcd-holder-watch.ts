@@ -1,5 +1,6 @@
 /**
- * L8's holder feed on etcd (spi.ts HolderWatch): one etcd watch on the key's lock key per parked
+ * L8's holder feed on etcd (spi.ts HolderWatch): one etcd watch on the key's lock key (and the grant
+ * keys of a multi-holder key, which sort right after it: keys.ts) per parked
  * watch, created before core reads the key (etcd3 resolves `create()` once the server confirmed the
  * watch), so any later write to it — a grant's create, a renew's or proclaim's put, a release's,
  * sweep's or revoke's delete — reaches it in one event delivery. Puts that change no holder wake
@@ -16,7 +17,8 @@ export class EtcdHolderWatch implements HolderWatch {
   ) {}
 
   async watch(req: { key: string }): Promise<HolderWatchSubscription> {
-    const watcher = await this.etcd().watch().key(this.keys.lock(req.key)).create();
+    // The lock key and the grant keys under it (a multi-holder key's, holders.ts): one range, one watch.
+    const watcher = await this.etcd().watch().inRange(this.keys.lockRange(req.key)).create();
     let settle: (how: 'changed' | 'fallback') => void = () => {};
     const changed = new Promise<'changed' | 'fallback'>((resolve) => (settle = resolve));
     const onChange = () => settle('changed');

@@ -37,6 +37,7 @@ import {
   rangeResult,
   rangeResults,
 } from './ops.js';
+import { dropAnchorIfEmpty, livenessKey } from './holders.js';
 import { decodeLock, decodeSession, encode, toSessionRecord, type LockRow, type SessionRow, type StoredSession } from './records.js';
 
 /** A session's state as one read saw it: liveness key, record, and its grants with their liveness keys. */
@@ -194,9 +195,12 @@ export class EtcdSessions {
     const items = await Promise.all(
       page.items.map(async (row): Promise<SessionInfo> => {
         const records = await range(this.ctx.etcd(), prefixRange(this.ctx.keys.lockRecordsOf(row.session.sessionId)));
-        const named = records.kvs.map((kv) => ({ kv, key: this.ctx.keys.lockRecordOf(kv.key)?.key })).filter((r) => r.key !== undefined);
-        const liveKeys = await this.ctx.readKeys(named.map((r) => this.ctx.keys.lock(r.key!)));
-        const lockCount = named.filter((r, index) => String(liveKeys[index]?.create_revision ?? '0') === String(r.kv.create_revision)).length;
+        const rows = records.kvs.flatMap((kv) => {
+          const named = this.ctx.keys.lockRecordOf(kv.key);
+          return named ? [decodeLock(named.key, kv)] : [];
+        });
+        const liveKeys = await this.ctx.readKeys(rows.map((row) => livenessKey(this.ctx.keys, row)));
+        const lockCount = rows.filter((row, index) => String(liveKeys[index]?.create_revision ?? '0') === row.createRevision).length;
         return { ...(await this.asOfLease(row.session)), lockCount };
       }),
     );
@@ -223,7 +227,7 @@ export class EtcdSessions {
     const ops: IRequestOp[] = [deleteOp(recordKey)];
     if (state.live) ops.push(deleteOp(sessionKey));
     for (const { record, liveModRevision } of state.liveLocks) {
-      const lockKey = this.ctx.keys.lock(record.lock.key);
+      const lockKey = livenessKey(this.ctx.keys, record);
       const lockRecordKey = this.ctx.keys.lockRecord(sessionId, record.lock.key);
       compare.push(modRevisionIs(lockKey, liveModRevision), modRevisionIs(lockRecordKey, record.modRevision));
       ops.push(deleteOp(lockKey), deleteOp(lockRecordKey));
@@ -239,6 +243,8 @@ export class EtcdSessions {
     this.ctx.sessions.forget(sessionId);
     const client = this.ctx.etcd();
     void revokeLease(client, state.record.session.leaseId); // grant leases are shared: they run out by themselves
+    // A multi-holder key whose last grant this was loses its anchor too (holders.ts).
+    for (const { record } of state.liveLocks) if (record.stored.mode !== undefined) await dropAnchorIfEmpty(this.ctx, record.lock.key);
     const endedAt = append ? append.entry.at : this.ctx.clock();
     return {
       session: toSessionRecord(state.record.session),
@@ -278,7 +284,7 @@ export class EtcdSessions {
       const named = this.ctx.keys.lockRecordOf(kv.key);
       return named ? [decodeLock(named.key, kv)] : [];
     });
-    const liveKeys = await this.ctx.readKeys(records.map((row) => this.ctx.keys.lock(row.lock.key)));
+    const liveKeys = await this.ctx.readKeys(records.map((row) => livenessKey(this.ctx.keys, row)));
     const liveLocks = records.flatMap((row, index) => {
       const kv = liveKeys[index];
       return kv && String(kv.create_revision) === row.createRevision ? [{ record: row, liveModRevision: String(kv.mod_revision) }] : [];

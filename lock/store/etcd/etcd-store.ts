@@ -25,6 +25,8 @@
  *   audit appends are checked against the audit head before being redone.
  * - `waitForRelease` is the revision-addressed wait (see shared-release-watch.ts).
  * - The fleet-wide wait state (instance registry, waits, deadlock verdicts) is etcd-fleet.ts.
+ * - A key granted shared or with limit > 1 keeps an anchor at its lock key and one key per grant
+ *   under it (holders.ts, holder-grants.ts); a mutex key is exactly as above.
  *
  * This class is the SPI's face and the client's lifecycle; the work is in its parts:
  * etcd-sessions.ts, etcd-grants.ts, etcd-audit.ts, etcd-summary.ts, etcd-release-waits.ts,
@@ -101,6 +103,8 @@ export interface EtcdStoreOptions {
 
 export class EtcdStore implements LockStore, ReleaseWaiter {
   readonly backend: BackendName = 'etcd';
+  /** Shared and limit > 1 grants keep the multi-holder rules (holders.ts, holder-grants.ts). */
+  readonly multiHolder = true;
   private readonly ctx: EtcdContext;
   private readonly audit: EtcdAudit;
   private readonly sessions: EtcdSessions;

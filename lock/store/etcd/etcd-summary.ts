@@ -2,11 +2,12 @@
 import { tallyByPolicy } from '../policy-tally.js';
 import type { StoreSummary, SummaryQuery } from '../spi.js';
 import type { EtcdContext } from './etcd-context.js';
+import { isAnchor } from './holders.js';
 import { decodeLock } from './records.js';
 
 /**
  * Live sessions and grants by the same test as everything else (leased keys
- * present, holder incarnation matching). `oldestHeldMillis` is advisory: this
+ * present, holder incarnation matching): each grant of a multi-holder key counts. `oldestHeldMillis` is advisory: this
  * server's clock minus the granting server's grantedAt, floored at 0.
  */
 export async function summarize(ctx: EtcdContext, query: SummaryQuery = {}): Promise<StoreSummary> {
@@ -22,7 +23,9 @@ export async function summarize(ctx: EtcdContext, query: SummaryQuery = {}): Pro
   const held: { key: string; grantedAt: number }[] = [];
   for await (const page of ctx.scanPages(ctx.keys.locksPrefix)) {
     for (const kv of page) {
-      const key = ctx.keys.lockKeyOf(kv.key);
+      // A mutex grant is its key's record; a multi-holder key counts each grant under its anchor (holders.ts).
+      if (isAnchor(kv)) continue;
+      const key = ctx.keys.lockKeyOf(kv.key) ?? ctx.keys.holderOf(kv.key)?.key ?? null;
       if (key === null) continue;
       const row = decodeLock(key, kv);
       if (liveSessions.get(row.stored.sessionId) !== row.stored.sessionRevision) continue;

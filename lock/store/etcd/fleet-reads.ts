@@ -5,6 +5,7 @@
  * verdicts (deadlock-verdicts.ts).
  */
 import type { Etcd3, IKeyValue } from 'etcd3';
+import type { LockMode } from '../../../contract/records.js';
 import { readTxn } from './etcd-client.js';
 import type { KeyLayout } from './keys.js';
 import { prefixRange, rangeResult, rangeResults } from './ops.js';
@@ -31,6 +32,8 @@ export interface StoredWait {
   leaseId: string;
   /** Advisory (the recording server's clock); the create revision orders waits. */
   recordedAt: number;
+  /** `shared` for a wait of a shared attempt; absent for an exclusive one, which keeps new shared grants out (writer preference). */
+  mode?: LockMode;
 }
 
 export interface WaitRow {

@@ -8,7 +8,11 @@
  *   {root}s/{sessionId}          session liveness: on the session's lease; value = the session record
  *   {root}sr/{sessionId}         session record (unleased), created and deleted with the session
  *   {root}l/{lockKey}            lock liveness: on a lease of its TTL bucket (leases.ts); its create revision is
- *                                the fencing token; value names the holder session's incarnation
+ *                                the fencing token; value names the holder session's incarnation. On a key granted
+ *                                shared or with limit > 1 it is the key's anchor instead (holders.ts: mode, limit; unleased)
+ *   {root}l/{lockKey}\0{sessionId}  one grant of a multi-holder key (holders.ts): liveness like a mutex's l/ key, on a
+ *                                lease of its TTL bucket; its create revision is the grant's token. Lock keys hold no
+ *                                control character, so \0 ends the lock key and the grant sorts right after its anchor
  *   {root}lr/{sessionId}/{lockKey}  grant record (unleased), created in the same txn as l/ (same
  *                                create revision), so a session's grants are one prefix range
  *   {root}a/{seq}                audit entry, seq zero-padded so keys sort in chain order
@@ -30,6 +34,14 @@ export interface KeyLayout {
   session(sessionId: string): Buffer;
   sessionRecord(sessionId: string): Buffer;
   lock(key: string): Buffer;
+  /** One session's grant of a multi-holder key (holders.ts). */
+  holder(key: string, sessionId: string): Buffer;
+  /** Prefix of every grant of one multi-holder key. */
+  holdersOf(key: string): Buffer;
+  /** The lock key and every grant under it, as one range (a watch of the key's holders). */
+  lockRange(key: string): { start: Buffer; end: Buffer };
+  /** The (lock key, session) a multi-holder grant's etcd key names, or null when it is no such key. */
+  holderOf(etcdKey: Buffer): { key: string; sessionId: string } | null;
   lockRecord(sessionId: string, key: string): Buffer;
   /** Prefix of every grant record of one session. */
   lockRecordsOf(sessionId: string): Buffer;
@@ -54,7 +66,7 @@ export interface KeyLayout {
   instanceIdOf(etcdKey: Buffer): string | null;
   /** The (instance, wait) a verdict's etcd key names. */
   verdictOf(etcdKey: Buffer): { instanceId: string; waitId: string } | null;
-  /** The lock key a full etcd key names, or null when it is not a lock key. */
+  /** The lock key a full etcd key names, or null when it is not a lock key (a multi-holder grant's key is not). */
   lockKeyOf(etcdKey: Buffer): string | null;
   sessionIdOf(etcdKey: Buffer): string | null;
   sessionIdOfRecord(etcdKey: Buffer): string | null;
@@ -63,6 +75,12 @@ export interface KeyLayout {
 }
 
 const AUDIT_SEQ_WIDTH = 16;
+/** Ends the lock key in a multi-holder grant's etcd key: no lock key holds a control character. */
+const HOLDER_SEPARATOR = Buffer.from([0]);
+
+function isUnder(prefixBytes: Buffer, etcdKey: Buffer): boolean {
+  return etcdKey.length >= prefixBytes.length && etcdKey.subarray(0, prefixBytes.length).equals(prefixBytes);
+}
 
 export function keyLayout(prefix = '/holdfast/', namespace?: string): KeyLayout {
   const root = namespace ? `${prefix}${namespace}/` : prefix;
@@ -74,17 +92,26 @@ export function keyLayout(prefix = '/holdfast/', namespace?: string): KeyLayout 
   const instancesPrefix = Buffer.from(`${root}i/`);
   const waitsPrefix = Buffer.from(`${root}w/`);
   const verdictsPrefix = Buffer.from(`${root}wv/`);
+  const lock = (key: string) => Buffer.concat([locksPrefix, Buffer.from(key)]);
+  const holdersOf = (key: string) => Buffer.concat([lock(key), HOLDER_SEPARATOR]);
   const waitsOn = (key: string) => Buffer.concat([waitsPrefix, Buffer.from(`${encodeURIComponent(key)}/`)]);
   const verdictsOf = (instanceId: string) => Buffer.concat([verdictsPrefix, Buffer.from(`${encodeURIComponent(instanceId)}/`)]);
   const under = (prefixBytes: Buffer, etcdKey: Buffer): string | null =>
-    etcdKey.length >= prefixBytes.length && etcdKey.subarray(0, prefixBytes.length).equals(prefixBytes)
-      ? etcdKey.subarray(prefixBytes.length).toString('utf8')
-      : null;
+    isUnder(prefixBytes, etcdKey) ? etcdKey.subarray(prefixBytes.length).toString('utf8') : null;
   return {
     root,
     session: (sessionId) => Buffer.concat([sessionsPrefix, Buffer.from(sessionId)]),
     sessionRecord: (sessionId) => Buffer.concat([sessionRecordsPrefix, Buffer.from(sessionId)]),
-    lock: (key) => Buffer.concat([locksPrefix, Buffer.from(key)]),
+    lock,
+    holder: (key, sessionId) => Buffer.concat([holdersOf(key), Buffer.from(encodeURIComponent(sessionId))]),
+    holdersOf,
+    lockRange: (key) => ({ start: lock(key), end: Buffer.concat([lock(key), Buffer.from([HOLDER_SEPARATOR[0]! + 1])]) }),
+    holderOf: (etcdKey) => {
+      if (!isUnder(locksPrefix, etcdKey)) return null;
+      const at = etcdKey.indexOf(HOLDER_SEPARATOR, locksPrefix.length);
+      if (at < 0) return null;
+      return { key: etcdKey.subarray(locksPrefix.length, at).toString('utf8'), sessionId: decodeURIComponent(etcdKey.subarray(at + 1).toString('utf8')) };
+    },
     lockRecord: (sessionId, key) => Buffer.concat([lockRecordsPrefix, Buffer.from(`${encodeURIComponent(sessionId)}/`), Buffer.from(key)]),
     lockRecordsOf: (sessionId) => Buffer.concat([lockRecordsPrefix, Buffer.from(`${encodeURIComponent(sessionId)}/`)]),
     auditEntry: (seq) => Buffer.concat([auditPrefix, Buffer.from(String(seq).padStart(AUDIT_SEQ_WIDTH, '0'))]),
@@ -111,7 +138,7 @@ export function keyLayout(prefix = '/holdfast/', namespace?: string): KeyLayout 
       const slash = rest.indexOf('/');
       return slash < 0 ? null : { instanceId: decodeURIComponent(rest.slice(0, slash)), waitId: rest.slice(slash + 1) };
     },
-    lockKeyOf: (etcdKey) => under(locksPrefix, etcdKey),
+    lockKeyOf: (etcdKey) => (etcdKey.includes(HOLDER_SEPARATOR, locksPrefix.length) ? null : under(locksPrefix, etcdKey)),
     sessionIdOf: (etcdKey) => under(sessionsPrefix, etcdKey),
     sessionIdOfRecord: (etcdKey) => under(sessionRecordsPrefix, etcdKey),
     lockRecordOf: (etcdKey) => {

@@ -40,10 +40,10 @@ export class PerCallReleaseWatch implements WaitStrategy {
     const cancelled = new Set<Watcher>();
     this.open += 1;
     try {
-      const watchKey = (key: Buffer): void => {
+      const watchKey = (key: Buffer, range?: { start: Buffer; end: Buffer }): void => {
         const watcher = this.client
           .watch()
-          .key(key)
+          .inRange(range ?? { start: key, end: Buffer.concat([key, Buffer.from([0])]) })
           .startRevision(String(after + 1))
           .only('delete')
           .watcher();
@@ -59,9 +59,10 @@ export class PerCallReleaseWatch implements WaitStrategy {
         watcher.on('disconnected', (error) => wait.finish({ outcome: 'fallback', cause: `watch disconnected: ${error.message}` }));
         watcher.once('connected', () => void this.readCheck(key, after, wait));
       };
-      watchKey(lockKey);
+      // With the grant keys of a multi-holder key (keys.ts): the end of any one of them is a release.
+      watchKey(lockKey, this.keys.lockRange(request.key));
       if (request.sessionId !== undefined) watchKey(this.keys.session(request.sessionId));
-      if (request.holderSessionId !== undefined) watchKey(this.keys.session(request.holderSessionId));
+      for (const holder of request.holderSessionIds ?? []) watchKey(this.keys.session(holder));
       return await wait.result;
     } finally {
       wait.dispose();

@@ -9,7 +9,7 @@
  * it is the existence of leased keys.
  */
 import type { IKeyValue } from 'etcd3';
-import { MUTEX } from '../../../contract/records.js';
+import { MUTEX, type LockMode } from '../../../contract/records.js';
 import type { HeldLock, SessionRecord } from '../spi.js';
 import { grantToken, slotPrefix } from './grant-tokens.js';
 
@@ -39,6 +39,12 @@ export interface StoredLock {
   writeId: string;
   /** The holder's value (issue 23): written with the grant, replaced by a proclaim. */
   value?: string;
+  /**
+   * A grant of a multi-holder key (holders.ts): its mode and the key's limit. Absent on a mutex grant,
+   * whose record is the one at {root}l/{key} (a mutex record is written exactly as before).
+   */
+  mode?: LockMode;
+  limit?: number;
 }
 
 /** A lock as read from etcd (liveness key or grant record): its record plus the revisions the store compares on. */
@@ -82,7 +88,7 @@ export function decodeLock(key: string, kv: IKeyValue): LockRow {
       ttlMillis: stored.ttlMillis,
       grantedAt: stored.grantedAt,
       expiresAt: stored.expiresAt,
-      ...MUTEX,
+      ...(stored.mode !== undefined ? { mode: stored.mode, limit: stored.limit ?? MUTEX.limit } : MUTEX),
       ...(stored.value !== undefined ? { value: stored.value } : {}),
     },
     stored,

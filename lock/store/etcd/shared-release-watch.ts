@@ -85,7 +85,7 @@ export class SharedReleaseWatch implements WaitStrategy {
     const after = Number(request.observedRevision);
     const watched = [this.keys.lock(request.key)];
     if (request.sessionId !== undefined) watched.push(this.keys.session(request.sessionId));
-    if (request.holderSessionId !== undefined) watched.push(this.keys.session(request.holderSessionId));
+    for (const holder of request.holderSessionIds ?? []) watched.push(this.keys.session(holder));
     const names = watched.map((key) => key.toString('latin1'));
 
     // Gap race: the release may already have happened between the failed attempt and now.
@@ -191,7 +191,9 @@ export class SharedReleaseWatch implements WaitStrategy {
   }
 
   private onDelete(kv: IKeyValue): void {
-    const name = kv.key.toString('latin1');
+    // The end of one grant of a multi-holder key (keys.ts) is a release of its lock key.
+    const holder = this.keys.holderOf(kv.key);
+    const name = (holder ? this.keys.lock(holder.key) : kv.key).toString('latin1');
     const revision = Number(kv.mod_revision);
     this.lastDelete.delete(name);
     this.lastDelete.set(name, revision);

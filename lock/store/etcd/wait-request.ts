@@ -21,11 +21,12 @@ export interface EtcdWaitRequest {
 export interface AnchoredWaitRequest extends EtcdWaitRequest {
   observedRevision: string;
   /**
-   * The session that held the key when the attempt failed. Its session ending
-   * (its lease running out) frees the key before any sweep deletes the lock key,
-   * so the wait ends on that too.
+   * The sessions that held the key when the attempt failed (one for a mutex; a
+   * multi-holder key's live grants, up to a bound). A session ending (its lease
+   * running out) frees its grant before any sweep deletes the grant's key, so the
+   * wait ends on that too.
    */
-  holderSessionId?: string;
+  holderSessionIds?: readonly string[];
 }
 
 export interface WaitStrategy {

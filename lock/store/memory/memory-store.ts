@@ -40,6 +40,8 @@ import type {
 } from '../spi.js';
 import { decodeCursor, encodeCursor } from '../cursor.js';
 import { tallyByPolicy } from '../policy-tally.js';
+import { admission, describeKey } from '../multi-holder.js';
+import { holdingOf } from '../../../contract/wire-rules.js';
 import { MemoryConsoleRecords } from './memory-console-records.js';
 
 interface StoredSession extends SessionRecord {
@@ -65,7 +67,7 @@ export class MemoryLockStore implements LockStore {
   private auditHead: AuditHead = { lastId: '0', lastHash: GENESIS_HASH, checkpointId: '0', checkpointHash: GENESIS_HASH, seal: null };
   private lastToken = 0n;
   readonly consoleRecords = new MemoryConsoleRecords(() => this.now());
-  readonly multiHolder = true;
+  readonly multiHolder: boolean = true;
 
   constructor(options: MemoryStoreOptions = {}) {
     this.now = options.now ?? Date.now;
@@ -173,14 +175,9 @@ export class MemoryLockStore implements LockStore {
       const { owner, ...grant } = own;
       return { kind: 'granted', grant, owner, existing: true };
     }
-    const mode = req.mode ?? MUTEX.mode;
-    const limit = mode === 'shared' ? 1 : (req.limit ?? MUTEX.limit);
-    const lowest = live[0];
-    if (lowest) {
-      if (lowest.limit !== limit) return { kind: 'limit_mismatch', limit: lowest.limit, holder: { ...lowest } };
-      const admitted = mode === 'shared' ? live.every((l) => l.mode === 'shared') : live.length < limit && live.every((l) => l.mode === mode);
-      if (!admitted) return { kind: 'held', holder: { ...lowest } };
-    }
+    const asked = holdingOf(req);
+    const decided = admission(live, asked);
+    if (decided.kind !== 'admitted') return decided;
     // Drawn last, after every check the grant depends on: tokens rise in answer order.
     const lock: HeldLock = {
       key: req.key,
@@ -190,8 +187,7 @@ export class MemoryLockStore implements LockStore {
       ttlMillis: req.ttlMillis,
       grantedAt: now,
       expiresAt: now + req.ttlMillis,
-      mode,
-      limit,
+      ...asked,
       ...(req.value !== undefined ? { value: req.value } : {}),
     };
     this.locks.set(req.key, [...live, lock]);
@@ -222,7 +218,7 @@ export class MemoryLockStore implements LockStore {
   }
 
   async readLock(key: string): Promise<HeldLock | null> {
-    return this.describe(this.liveGrants(key, this.now()));
+    return describeKey(this.liveGrants(key, this.now()));
   }
 
   async listLocks(query: ListQuery & { prefix?: string }): Promise<Page<HeldLock>> {
@@ -231,7 +227,7 @@ export class MemoryLockStore implements LockStore {
     const items = [...this.locks.keys()]
       .filter((key) => (!query.prefix || key.startsWith(query.prefix)) && (after === null || key > after))
       .sort()
-      .map((key) => this.describe(this.liveGrants(key, now)))
+      .map((key) => describeKey(this.liveGrants(key, now)))
       .filter((lock): lock is HeldLock => lock !== null);
     return page(items, query.limit, (l) => l.key);
   }
@@ -352,13 +348,6 @@ export class MemoryLockStore implements LockStore {
     else this.locks.delete(lock.key);
   }
 
-  /** A key as reads describe it: its lowest-token grant, with every holder when it admits more than one. */
-  private describe(live: readonly HeldLock[]): HeldLock | null {
-    const lowest = live[0];
-    if (!lowest) return null;
-    const many = lowest.limit > 1 || lowest.mode === 'shared';
-    return { ...lowest, ...(many ? { holders: live.map((l) => ({ ...l })) } : {}) };
-  }
 
   private endSession(session: StoredSession, cause: SessionEndCause): EndedSession {
     const now = this.now();

@@ -12,7 +12,7 @@ import type { DeadlockVerdict, FleetWaitState, HandedGrant, HeldLock, InstancePu
 import { LIVE_LOCK, QUALIFIED_LOCK_COLUMNS, toLock } from './sql-rows.js';
 import type { Row, SqlDatabase } from './queryable.js';
 import { StatementBatcher } from '../statement-batcher.js';
-import { MUTEX } from '../../../contract/records.js';
+import { MUTEX, type LockMode } from '../../../contract/records.js';
 
 interface WaitRecord {
   waitId: string;
@@ -22,6 +22,7 @@ interface WaitRecord {
   ttlMillis?: number;
   deadlineMillis?: number;
   value?: string;
+  mode?: LockMode;
 }
 
 export const RELEASED_CHANNEL = 'holdfast_released';
@@ -121,9 +122,10 @@ export class SqlFleet implements FleetWaitState, ReleaseFeed {
    */
   private insertWaits(batch: readonly WaitRecord[]): Promise<Row[]> {
     return this.db.query(
-      `INSERT INTO holdfast_waiters (wait_id, session_id, key, instance_id, started_at, ttl_millis, deadline_at, value)
-       SELECT r.wid, r.sid, r.k, r.iid, holdfast_now_ms(), r.ttl, holdfast_now_ms() + r.budget, r.v
-       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::integer[], $6::bigint[], $7::text[]) AS r(wid, sid, k, iid, ttl, budget, v)
+      `INSERT INTO holdfast_waiters (wait_id, session_id, key, instance_id, started_at, ttl_millis, deadline_at, value, mode)
+       SELECT r.wid, r.sid, r.k, r.iid, holdfast_now_ms(), r.ttl, holdfast_now_ms() + r.budget, r.v, r.m
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::integer[], $6::bigint[], $7::text[], $8::text[])
+         AS r(wid, sid, k, iid, ttl, budget, v, m)
        WHERE EXISTS (SELECT 1 FROM holdfast_sessions s WHERE s.session_id = r.sid)
          AND EXISTS (SELECT 1 FROM holdfast_instances i WHERE i.instance_id = r.iid)
        ORDER BY r.sid, r.wid
@@ -136,6 +138,8 @@ export class SqlFleet implements FleetWaitState, ReleaseFeed {
         batch.map((r) => r.ttlMillis ?? null),
         batch.map((r) => (r.deadlineMillis === undefined ? null : Math.max(0, Math.floor(r.deadlineMillis)))),
         batch.map((r) => r.value ?? null),
+        // NULL: exclusive (migration 13); a shared wait does not keep new shared grants out.
+        batch.map((r) => (r.mode === 'shared' ? 'shared' : null)),
       ],
     );
   }

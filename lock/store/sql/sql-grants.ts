@@ -21,6 +21,7 @@ import type {
   TryAcquireResult,
 } from '../spi.js';
 import { decodeCursor, encodeCursor } from '../cursor.js';
+import { deleteHold, describeKeys, expireHolds, liveGrantsOf, liveHold, liveHoldsForUpdate, releaseHolds, renewHold } from './sql-holds.js';
 import { acquireInRounds, type AcquireRequest, type AcquireRow } from './acquire-batch.js';
 import type { Queryable, Row, SqlDatabase } from './queryable.js';
 import type { SqlAudit } from './sql-audit.js';
@@ -54,6 +55,8 @@ export class SqlGrants {
         return { kind: row.kind };
       case 'held':
         return { kind: 'held', holder: toLock(row), ...(row.wait_recorded === true ? { waitRecorded: true } : {}) };
+      case 'limit_mismatch':
+        return { kind: 'limit_mismatch', limit: Number(row.holder_limit), holder: toLock(row) };
       default: {
         const lock = toLock(row);
         return { kind: 'granted', grant: toGrant(lock), owner: lock.owner, existing: row.kind === 'existing' };
@@ -78,9 +81,14 @@ export class SqlGrants {
       ),
     );
     if (rows[0]) return { kind: 'renewed', lock: toLock(rows[0]) };
+    // Not a lock row of the caller's: a hold of a multi-holder key, perhaps (only a miss pays for the look).
+    const hold = await this.guard(() => renewHold(this.db, req));
+    if (hold) return { kind: 'renewed', lock: hold };
     const refused = await this.refusal(this.db, req.session);
     if (refused) return refused;
     if (req.maxHoldMillis === undefined) return { kind: 'lost' };
+    const heldHold = await this.guard(() => liveHold(this.db, req.key, req.fencingToken, req.session.sessionId));
+    if (heldHold) return { kind: 'hold_limit', lock: heldHold };
     // Not renewed: still this session's live grant means it was refused for its age alone.
     const held = await this.guard(() =>
       this.db.query(
@@ -131,11 +139,17 @@ export class SqlGrants {
       ]),
     );
     const byIndex = new Map(rows.map((row) => [Number(row.r_index), row]));
+    // What no lock row answered may be a hold of a multi-holder key: only those requests pay for a second look.
+    const missed = batch.filter((_, index) => !byIndex.has(index + 1));
+    const holdsEnded = missed.length === 0 ? new Map<number, EndedLock>() : await this.guard(() => this.db.transaction((tx) => releaseHolds(tx, missed)));
     const results: ReleaseResult[] = [];
     for (const [index, b] of batch.entries()) {
       const row = byIndex.get(index + 1);
+      const hold = row ? undefined : holdsEnded.get(missed.indexOf(b));
       if (row) {
         results.push({ kind: 'released', lock: toEndedLock(unprefixed(row, 'r_')), ...(row.h_wait_id ? { handedTo: toHandedGrant(row) } : {}) });
+      } else if (hold) {
+        results.push({ kind: 'released', lock: hold });
       } else {
         // Only a failure pays for the diagnosis: whose session, and was the token right.
         results.push((await this.guard(() => this.refusal(this.db, b.session))) ?? { kind: 'lost' });
@@ -144,43 +158,64 @@ export class SqlGrants {
     return results;
   }
 
+  /** A key's lowest-token live grant, with every live grant as `holders` when it admits several (sql-holds.ts). */
   async readLock(key: string): Promise<HeldLock | null> {
-    const rows = await this.guard(() =>
-      this.db.query(`SELECT ${LOCK_COLUMNS} FROM holdfast_locks l WHERE l.key = $1 AND ${LIVE_LOCK('l')}`, [key]),
-    );
-    return rows[0] ? toLock(rows[0]) : null;
+    return this.guard(async () => {
+      const rows = await this.db.query(
+        `SELECT ${QUALIFIED_LOCK_COLUMNS}, l.mode IS NOT NULL AS anchor, ${LIVE_LOCK('l')} AS live FROM holdfast_locks l WHERE l.key = $1`,
+        [key],
+      );
+      const row = rows[0];
+      if (!row) return null;
+      if (row.anchor !== true) return row.live === true ? toLock(row) : null;
+      return describeKeys([key], await liveGrantsOf(this.db, [key]), new Set([key]))[0] ?? null;
+    });
   }
 
   async listLocks(query: ListQuery & { prefix?: string }): Promise<Page<HeldLock>> {
     const after = decodeCursor(query.cursor);
-    const rows = await this.guard(() =>
-      this.db.query(
-        `SELECT ${LOCK_COLUMNS} FROM holdfast_locks l
-         WHERE ${LIVE_LOCK('l')}
+    return this.guard(async () => {
+      const rows = await this.db.query(
+        `SELECT ${QUALIFIED_LOCK_COLUMNS}, l.mode IS NOT NULL AS anchor FROM holdfast_locks l
+         WHERE (${LIVE_LOCK('l')} OR (l.mode IS NOT NULL AND EXISTS (SELECT 1 FROM holdfast_holds h WHERE h.key = l.key AND ${LIVE_LOCK('h')})))
            AND ($1::text IS NULL OR starts_with(l.key, $1))
            AND ($2::text IS NULL OR l.key > $2)
          ORDER BY l.key LIMIT $3`,
         [query.prefix || null, after, query.limit + 1],
-      ),
-    );
-    const items = rows.slice(0, query.limit).map(toLock);
-    return { items, nextCursor: rows.length > query.limit ? encodeCursor(items.at(-1)!.key) : null };
+      );
+      const page = rows.slice(0, query.limit);
+      const anchors = new Set(page.filter((r) => r.anchor === true).map((r) => String(r.key)));
+      const holds = await liveGrantsOf(this.db, [...anchors]);
+      const keys = page.map((r) => String(r.key));
+      const mutexes = page.filter((r) => r.anchor !== true).map(toLock);
+      const items = describeKeys(keys, [...mutexes, ...holds], anchors);
+      return { items, nextCursor: rows.length > query.limit ? encodeCursor(keys.at(-1)!) : null };
+    });
   }
 
   async forceRevoke(req: { key: string; expectedFencingToken?: FencingToken; audit: AuditDraft }): Promise<ForceRevokeResult> {
     return this.guard(() =>
       this.db.transaction(async (tx) => {
         const rows = await tx.query(
-          `SELECT ${LOCK_COLUMNS}, (${LIVE_LOCK('l')}) AS live, ${DB_NOW} AS ended_at FROM holdfast_locks l WHERE l.key = $1 FOR UPDATE`,
+          `SELECT ${LOCK_COLUMNS}, (${LIVE_LOCK('l')}) AS live, l.mode IS NOT NULL AS anchor, ${DB_NOW} AS ended_at FROM holdfast_locks l WHERE l.key = $1 FOR UPDATE`,
           [req.key],
         );
-        const current = rows[0] && rows[0].live ? toEndedLock(rows[0]) : undefined;
+        // A multi-holder key: the hold the expected token names, else the lowest-token one (one permit at a time).
+        const holds = rows[0]?.anchor === true ? await liveHoldsForUpdate(tx, req.key) : [];
+        const current =
+          rows[0]?.anchor === true
+            ? (holds.find((h) => h.fencingToken === req.expectedFencingToken) ?? holds[0])
+            : rows[0] && rows[0].live
+              ? toEndedLock(rows[0])
+              : undefined;
         let outcome: ForceRevokeResult['outcome'];
         if (!current) outcome = 'NOT_HELD';
         else if (req.expectedFencingToken !== undefined && req.expectedFencingToken !== current.fencingToken)
           outcome = 'TOKEN_MISMATCH';
         else outcome = 'REVOKED';
-        if (outcome === 'REVOKED') {
+        if (outcome === 'REVOKED' && rows[0]?.anchor === true) {
+          await deleteHold(tx, req.key, current!.sessionId);
+        } else if (outcome === 'REVOKED') {
           await tx.query('DELETE FROM holdfast_locks WHERE key = $1', [req.key]);
         }
         const audit = await this.audit.append(tx, {
@@ -224,7 +259,9 @@ export class SqlGrants {
         [limit],
       ),
     );
-    return rows.map(toEndedLock);
+    // Lapsed holds of multi-holder keys (migration 13) with what is left of the limit.
+    const holds = rows.length < limit ? await this.guard(() => expireHolds(this.db, limit - rows.length)) : [];
+    return [...rows.map(toEndedLock), ...holds];
   }
 
   /**

@@ -3,7 +3,7 @@
  * clock and the liveness test as SQL fragments, and rows turned into SPI records. Written once
  * so that sessions, grants, audit and summary agree on what "live" and "now" mean.
  */
-import { MUTEX, type AuditEntry, type LockGrant } from '../../../contract/records.js';
+import { MUTEX, type AuditEntry, type LockGrant, type LockMode } from '../../../contract/records.js';
 import type { EndedLock, HeldLock, SessionRecord } from '../spi.js';
 import type { Row } from './queryable.js';
 
@@ -50,7 +50,9 @@ export function toLock(r: Row): HeldLock {
     ttlMillis: Number(r.ttl_millis),
     grantedAt: Number(r.granted_at),
     expiresAt: Number(r.expires_at),
-    ...MUTEX,
+    // A multi-holder key's grants carry the key's mode and limit (migration 13); a mutex row has neither.
+    mode: typeof r.mode === 'string' ? (r.mode as LockMode) : MUTEX.mode,
+    limit: r.holder_limit !== null && r.holder_limit !== undefined ? Number(r.holder_limit) : MUTEX.limit,
     ...(typeof r.value === 'string' ? { value: r.value } : {}),
   };
 }

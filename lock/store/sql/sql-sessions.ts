@@ -23,6 +23,7 @@ import { decodeCursor, encodeCursor } from '../cursor.js';
 import type { Queryable, Row, SqlDatabase } from './queryable.js';
 import type { SqlAudit } from './sql-audit.js';
 import { guardSql } from './sql-errors.js';
+import { EMPTIED_ANCHORS, HOLD_COLUMNS } from './sql-holds.js';
 import { DB_NOW, LOCK_COLUMNS, prefixed, SESSION_COLUMNS, toEndedLock, toSession } from './sql-rows.js';
 import { StatementBatcher } from '../statement-batcher.js';
 
@@ -193,7 +194,8 @@ export class SqlSessions {
       this.db.query(
         `WITH n AS (SELECT holdfast_now_ms() AS now)
          SELECT ${prefixed('s', SESSION_COLUMNS)},
-           (SELECT count(*) FROM holdfast_locks l WHERE l.session_id = s.session_id AND l.expires_at > n.now)::int AS lock_count
+           ((SELECT count(*) FROM holdfast_locks l WHERE l.session_id = s.session_id AND l.expires_at > n.now)
+             + (SELECT count(*) FROM holdfast_holds h WHERE h.session_id = s.session_id AND h.expires_at > n.now))::int AS lock_count
          FROM holdfast_sessions s, n
          WHERE s.expires_at > n.now AND ($1::text IS NULL OR s.session_id > $1)
          ORDER BY s.session_id LIMIT $2`,
@@ -228,10 +230,24 @@ export class SqlSessions {
   }
 }
 
+/**
+ * The sessions' grants end in one statement, after their rows are locked in key order: lock rows
+ * and holds (migration 13), with the anchors their holds leave empty.
+ */
 async function deleteLocksOfSessions(tx: Queryable, sessionIds: string[]): Promise<EndedLock[]> {
-  await tx.query('SELECT key FROM holdfast_locks WHERE session_id = ANY($1) ORDER BY key FOR UPDATE', [sessionIds]);
+  await tx.query(
+    `SELECT key FROM holdfast_locks
+     WHERE session_id = ANY($1) OR key IN (SELECT hh.key FROM holdfast_holds hh WHERE hh.session_id = ANY($1))
+     ORDER BY key FOR UPDATE`,
+    [sessionIds],
+  );
   const rows = await tx.query(
-    `DELETE FROM holdfast_locks WHERE session_id = ANY($1) RETURNING ${LOCK_COLUMNS}, ${DB_NOW} AS ended_at`,
+    `WITH gone_holds AS (DELETE FROM holdfast_holds h WHERE h.session_id = ANY($1) RETURNING h.*),
+     emptied AS (${EMPTIED_ANCHORS('gone_holds', 'gone_holds')}),
+     gone_locks AS (DELETE FROM holdfast_locks WHERE session_id = ANY($1) RETURNING ${LOCK_COLUMNS}, NULL::text AS mode, NULL::integer AS holder_limit)
+     SELECT *, ${DB_NOW} AS ended_at FROM gone_locks
+     UNION ALL
+     SELECT ${HOLD_COLUMNS}, ${DB_NOW} AS ended_at FROM gone_holds h LEFT JOIN holdfast_locks a ON a.key = h.key`,
     [sessionIds],
   );
   return rows.map(toEndedLock);

@@ -72,6 +72,8 @@ export class SqlLockStore implements LockStore {
   readonly consoleRecords: SqlConsoleRecords;
   /** Holder changes for L8 watches: the holders channel the locks triggers notify (sql-holder-watch.ts). */
   readonly holderWatch: SqlHolderWatch;
+  /** Keys that admit several holders (shared mode, semaphores): migration 13, sql-holds.ts. */
+  readonly multiHolder = true;
   private readonly audit: SqlAudit;
   private readonly sessions: SqlSessions;
   private readonly grants: SqlGrants;

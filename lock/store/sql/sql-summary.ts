@@ -12,14 +12,17 @@ export async function summarize(db: SqlDatabase, backend: BackendName, query: Su
     guardSql(backend, () =>
       db.query(
         `WITH n AS (SELECT holdfast_now_ms() AS now),
-           live AS (SELECT l.granted_at FROM holdfast_locks l, n WHERE ${LIVE_LOCK('l', 'n.now')})
+           -- Every live grant: lock rows and the holds of multi-holder keys (migration 13), each counted.
+           live AS (SELECT l.granted_at FROM holdfast_locks l, n WHERE ${LIVE_LOCK('l', 'n.now')}
+                    UNION ALL SELECT h.granted_at FROM holdfast_holds h, n WHERE ${LIVE_LOCK('h', 'n.now')})
            SELECT
              (SELECT count(*) FROM live)::int AS held,
              (SELECT count(*) FROM holdfast_sessions s, n WHERE s.expires_at > n.now)::int AS sessions,
              COALESCE((SELECT n.now - min(granted_at) FROM live, n GROUP BY n.now), 0) AS oldest,
              -- Two index-ordered min() reads: the oldest expiry still in each table.
              (SELECT n.now - LEAST(COALESCE((SELECT min(expires_at) FROM holdfast_sessions), n.now),
-                                   COALESCE((SELECT min(expires_at) FROM holdfast_locks), n.now)) FROM n) AS overdue`,
+                                   COALESCE((SELECT min(expires_at) FROM holdfast_locks), n.now),
+                                   COALESCE((SELECT min(expires_at) FROM holdfast_holds), n.now)) FROM n) AS overdue`,
       ),
     ),
     query.policies ? heldByPolicy(db, backend, query.policies) : undefined,
@@ -39,10 +42,13 @@ async function heldByPolicy(db: SqlDatabase, backend: BackendName, policies: rea
     db.query(
       `WITH n AS (SELECT holdfast_now_ms() AS now),
          p AS (SELECT * FROM unnest($1::text[], $2::text[]) AS p(name, prefix)),
+         grants AS (
+           SELECT l.key, l.granted_at FROM holdfast_locks l, n WHERE ${LIVE_LOCK('l', 'n.now')}
+           UNION ALL SELECT h.key, h.granted_at FROM holdfast_holds h, n WHERE ${LIVE_LOCK('h', 'n.now')}),
          live AS (
            SELECT l.granted_at,
                   COALESCE((SELECT p.name FROM p WHERE starts_with(l.key, p.prefix) ORDER BY length(p.prefix) DESC LIMIT 1), $3) AS policy
-           FROM holdfast_locks l, n WHERE ${LIVE_LOCK('l', 'n.now')})
+           FROM grants l)
        SELECT live.policy, count(*)::int AS held, n.now - min(live.granted_at) AS oldest FROM live, n GROUP BY live.policy, n.now`,
       [policies.map((p) => p.name), policies.map((p) => p.prefix), NO_POLICY],
     ),

@@ -12,5 +12,6 @@ import { v9 } from './v9-token-floor.js';
 import { v10 } from './v10-console-records.js';
 import { v11 } from './v11-acquire-or-wait.js';
 import { v12 } from './v12-values-and-watches.js';
+import { v13 } from './v13-multi-holder.js';
 
-export const MIGRATIONS: readonly Migration[] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12];
+export const MIGRATIONS: readonly Migration[] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13];
