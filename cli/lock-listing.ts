@@ -5,15 +5,7 @@
  * `--older-than` by the skew.
  */
 import type { LockHolder, LockInfo } from '../contract/records.js';
-
-/** C4's `kind` values (SPEC v3): how a key is held. */
-export type LockKind = 'mutex' | 'semaphore' | 'shared';
-
-/** A held key's kind; a LockInfo without `mode`/`limit` (free, or from a server before v3) reads as a mutex. */
-export function lockKind(lock: Pick<LockInfo, 'mode' | 'limit'>): LockKind {
-  if (lock.mode === 'shared') return 'shared';
-  return (lock.limit ?? 1) > 1 ? 'semaphore' : 'mutex';
-}
+import { lockKindOf } from '../contract/wire-rules.js';
 
 /** Every holder, lowest token first; a server before v3 sends no `holders`: its single-holder fields are the one. */
 export function holdersOf(lock: LockInfo): LockHolder[] {
@@ -25,7 +17,7 @@ export function holdersOf(lock: LockInfo): LockHolder[] {
 /** Holders against the limit, "2/3" (a mutex "1/1"); shared holders are not counted against one: "4". */
 export function holdersOfLimit(lock: LockInfo): string {
   const count = holdersOf(lock).length;
-  return lockKind(lock) === 'shared' ? String(count) : `${count}/${lock.limit ?? 1}`;
+  return lockKindOf(lock) === 'shared' ? String(count) : `${count}/${lock.limit ?? 1}`;
 }
 
 export const LOCK_SORTS = ['age', 'waiters', 'key'] as const;

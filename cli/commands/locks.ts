@@ -4,12 +4,12 @@
  */
 import { Option, type Command } from 'commander';
 import type { LockInfo } from '../../contract/records.js';
-import { visibleValue } from '../../contract/wire-rules.js';
+import { lockKindOf, visibleValue } from '../../contract/wire-rules.js';
 import type { CliContext } from '../context.js';
 import { parseDuration } from '../duration.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import { formatTable, relativeTime, timeAgo } from '../format.js';
-import { filterLocks, holdersOf, holdersOfLimit, LOCK_SORTS, lockKind, sortLocks, type LockSort } from '../lock-listing.js';
+import { filterLocks, holdersOf, holdersOfLimit, LOCK_SORTS, sortLocks, type LockSort } from '../lock-listing.js';
 
 interface LsOptions {
   prefix?: string;
@@ -62,7 +62,7 @@ export function registerLocks(program: Command, ctx: CliContext): Command {
           l.grantedAt ? timeAgo(l.grantedAt, now) : '',
           l.expiresAt ? relativeTime(l.expiresAt, now) : '',
           String(l.waiterCount),
-          lockKind(l),
+          lockKindOf(l),
           holdersOfLimit(l),
           ...(wide ? [iso(l.grantedAt), iso(l.expiresAt)] : []),
         ]);
@@ -87,7 +87,7 @@ export function registerLocks(program: Command, ctx: CliContext): Command {
 function describeHeld(info: LockInfo): string {
   const holders = holdersOf(info);
   const kindRows = [
-    ['kind', lockKind(info)],
+    ['kind', lockKindOf(info)],
     ['holders', holdersOfLimit(info)],
   ];
   const only = holders.length === 1 ? holders[0]! : undefined;
