@@ -39,12 +39,18 @@ export class LockWatches {
     if (after === undefined || (compareFencingTokens(after, '0') === 0 && !untilHeld)) return this.deps.readLock(key);
     const { clock } = this.deps;
     const deadline = clock.now() + waitMillis;
+    // A key with several holders can lose one below the highest token: `after` names the set by its
+    // highest token, so the set first read here stands for it, and any later difference is a change.
+    let parkedOn: string | undefined;
     for (;;) {
       const subscription = await this.subscribe(key);
       try {
         const info = await this.deps.readLock(key);
         const remaining = deadline - clock.now();
-        if (compareFencingTokens(highestHolderToken(info.holders), after) !== 0 || remaining <= 0 || signal?.aborted) return info;
+        const holderSet = info.holders.map((h) => h.fencingToken).join(',');
+        parkedOn ??= holderSet;
+        const changed = compareFencingTokens(highestHolderToken(info.holders), after) !== 0 || holderSet !== parkedOn;
+        if (changed || remaining <= 0 || signal?.aborted) return info;
         await this.parked(subscription, Math.min(remaining, this.recheckMillis), signal);
       } finally {
         subscription?.stop();
