@@ -55,6 +55,8 @@ export const SESSION_TTL_MILLIS = { min: 1_000, max: 300_000, default: 15_000 } 
 export const LOCK_TTL_MILLIS = { min: 1_000, max: 600_000, default: 30_000 } as const;
 /** L4 `waitMillis`: how long the server may wait for a release. */
 export const WAIT_MILLIS = { min: 0, max: 30_000, default: 0 } as const;
+/** L4 `limit`: holders a key admits at once (1: a mutex; more: a semaphore). Shared grants count as 1. */
+export const LOCK_LIMIT = { min: 1, max: 1000, default: 1 } as const;
 /** A holder's value (v3, a leader's address, ...): at most this many bytes of UTF-8. */
 export const MAX_LOCK_VALUE_BYTES = 4096;
 /** L8 `waitMillis`: how long a watch may park before it answers the unchanged state. */

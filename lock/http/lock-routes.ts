@@ -8,7 +8,8 @@ import { assertKeyInScope } from './key-scope.js';
 import { bodyOf, credentialOf, eventContext, inSpan, keyOf } from './request-context.js';
 import { routeSchemas, type HttpApp } from './schemas.js';
 import { WATCH_MILLIS } from '../../contract/wire-rules.js';
-import { checkFencingToken, checkLockValue, parseMillis } from './validation.js';
+import { checkFencingToken, checkHolding, checkLockValue, parseMillis } from './validation.js';
+import type { LockMode } from '../../contract/records.js';
 
 export interface LockRouteDeps {
   service: LockService;
@@ -21,8 +22,9 @@ export function registerLockRoutes(app: HttpApp, deps: LockRouteDeps): void {
 
   app.post('/v1/locks/:key/acquire', { schema: routeSchemas.acquire, config: { measured: 'acquire' } }, async (request, reply) => {
     const key = keyOf(request);
-    const body = bodyOf<{ sessionId: string; ttlMillis?: number; waitMillis?: number; value?: string }>(request);
+    const body = bodyOf<{ sessionId: string; ttlMillis?: number; waitMillis?: number; value?: string; mode?: LockMode; limit?: number }>(request);
     const value = checkLockValue(body.value);
+    const holding = checkHolding(body.mode, body.limit);
     const acquire = (signal?: AbortSignal) =>
       // The server span continues the caller's trace when it sent one (the SDK's lock.acquire span).
       inSpan(request, () =>
@@ -34,6 +36,7 @@ export function registerLockRoutes(app: HttpApp, deps: LockRouteDeps): void {
             ...(body.ttlMillis !== undefined ? { ttlMillis: body.ttlMillis } : {}),
             waitMillis: body.waitMillis ?? 0,
             ...(value !== undefined ? { value } : {}),
+            ...holding,
           },
           eventContext(request),
           signal,

@@ -6,7 +6,7 @@
  * themselves are contract/wire-rules.ts's; this file turns a refusal into a 400.
  */
 import { PAGE_LIMIT, checkLockKey, isFencingToken } from '../../contract/wire-rules.js';
-import { MAX_LOCK_VALUE_BYTES } from '../../contract/records.js';
+import { MAX_LOCK_VALUE_BYTES, type LockMode } from '../../contract/records.js';
 import { ValidationFailedError } from '../errors.js';
 
 /** A decoded lock key as the store holds it (NFC), or a 400 naming what is wrong with it. */
@@ -41,6 +41,14 @@ export function checkLockValue(value: string | undefined): string | undefined {
     throw new ValidationFailedError(`value must be at most ${MAX_LOCK_VALUE_BYTES} bytes of UTF-8`);
   }
   return value;
+}
+
+/** L4's `mode` and `limit`: a shared grant counts as one holder, so it names no other limit. */
+export function checkHolding(mode: LockMode | undefined, limit: number | undefined): { mode?: LockMode; limit?: number } {
+  if (mode === 'shared' && limit !== undefined && limit > 1) {
+    throw new ValidationFailedError('mode "shared" takes no limit above 1: shared grants coexist without a count (use limit with mode "exclusive" for a semaphore)');
+  }
+  return { ...(mode !== undefined ? { mode } : {}), ...(limit !== undefined ? { limit } : {}) };
 }
 
 /** A whole number of milliseconds from a query string, within `range` (absent: its default). */

@@ -1,7 +1,7 @@
 /** L4–L7: acquire, renew, release and read a lock. */
 import { Type } from 'typebox';
-import { LockReleasedSchema, MAX_LOCK_VALUE_BYTES, StringEnum } from '../../../contract/records.js';
-import { LOCK_TTL_MILLIS, WAIT_MILLIS, WATCH_MILLIS } from '../../../contract/wire-rules.js';
+import { LOCK_MODES, LockReleasedSchema, MAX_LOCK_VALUE_BYTES, StringEnum } from '../../../contract/records.js';
+import { LOCK_LIMIT, LOCK_TTL_MILLIS, WAIT_MILLIS, WATCH_MILLIS } from '../../../contract/wire-rules.js';
 import { ref } from './components.js';
 import { CLIENT_TOKEN, SESSION_TOKEN, errorResponses, json, keyParams, limitQuery, queryString, sessionId, strictObject, token } from './parts.js';
 
@@ -22,6 +22,19 @@ export const acquireBody = strictObject({
     }),
   ),
   value: Type.Optional(lockValue("the holder's value, stored with a new grant (an existing grant keeps its own)")),
+  mode: Type.Optional(
+    StringEnum(
+      LOCK_MODES,
+      '`shared` grants coexist; `exclusive` (default) excludes every other grant. While an exclusive acquire waits on the key, new shared acquires wait too (writer preference)',
+    ),
+  ),
+  limit: Type.Optional(
+    Type.Integer({
+      minimum: LOCK_LIMIT.min,
+      maximum: LOCK_LIMIT.max,
+      description: `holders the key admits at once (a semaphore when > 1; default ${LOCK_LIMIT.default}); every holder of a key names the same limit (409 LIMIT_MISMATCH); not with mode shared`,
+    }),
+  ),
 });
 
 export const renewBody = strictObject({
@@ -52,7 +65,7 @@ export const lockRouteSchemas = {
     body: acquireBody,
     response: {
       200: ref('LockGrant'),
-      ...errorResponses('UNAUTHENTICATED', 'FORBIDDEN', 'SESSION_NOT_FOUND', 'LOCK_CONTENDED', 'DEADLOCK_DETECTED', 'CONTENTION_EXCEEDED'),
+      ...errorResponses('UNAUTHENTICATED', 'FORBIDDEN', 'SESSION_NOT_FOUND', 'LOCK_CONTENDED', 'LIMIT_MISMATCH', 'DEADLOCK_DETECTED', 'CONTENTION_EXCEEDED'),
     },
   },
   renew: {

@@ -59,11 +59,13 @@ export class MemoryLockStore implements LockStore {
   private readonly now: () => number;
   private readonly sealer: AuditSealer;
   private readonly sessions = new Map<string, StoredSession>();
-  private readonly locks = new Map<string, HeldLock>();
+  /** Every grant of each key, in token order (a mutex key has at most one live). */
+  private readonly locks = new Map<string, HeldLock[]>();
   private audit: AuditEntry[] = [];
   private auditHead: AuditHead = { lastId: '0', lastHash: GENESIS_HASH, checkpointId: '0', checkpointHash: GENESIS_HASH, seal: null };
   private lastToken = 0n;
   readonly consoleRecords = new MemoryConsoleRecords(() => this.now());
+  readonly multiHolder = true;
 
   constructor(options: MemoryStoreOptions = {}) {
     this.now = options.now ?? Date.now;
@@ -140,9 +142,9 @@ export class MemoryLockStore implements LockStore {
 
   async expireLocks(limit: number): Promise<EndedLock[]> {
     const now = this.now();
-    const lapsed = [...this.locks.values()].filter((lock) => lock.expiresAt <= now).sort(by((l) => l.key));
+    const lapsed = this.allGrants().filter((lock) => lock.expiresAt <= now).sort(by((l) => l.key));
     return lapsed.slice(0, limit).map((lock) => {
-      this.locks.delete(lock.key);
+      this.remove(lock);
       return { ...lock, endedAt: now };
     });
   }
@@ -151,7 +153,7 @@ export class MemoryLockStore implements LockStore {
     const after = decodeCursor(query.cursor);
     const now = this.now();
     const live = [...this.sessions.values()].filter((s) => s.expiresAt > now && (after === null || s.sessionId > after)).sort(by((s) => s.sessionId));
-    const lockCount = (sessionId: string) => [...this.locks.values()].filter((l) => l.sessionId === sessionId && this.isLive(l, now)).length;
+    const lockCount = (sessionId: string) => this.allGrants().filter((l) => l.sessionId === sessionId && this.isLive(l, now)).length;
     return page(
       live.map((s) => ({ ...record(s), lockCount: lockCount(s.sessionId) })),
       query.limit,
@@ -165,11 +167,19 @@ export class MemoryLockStore implements LockStore {
     const session = this.checked(req.session);
     if ('kind' in session) return session;
     const now = this.now();
-    const current = this.locks.get(req.key);
-    if (current && this.isLive(current, now)) {
-      if (current.sessionId !== req.session.sessionId) return { kind: 'held', holder: { ...current } };
-      const { owner, ...grant } = current;
+    const live = this.liveGrants(req.key, now);
+    const own = live.find((lock) => lock.sessionId === req.session.sessionId);
+    if (own) {
+      const { owner, ...grant } = own;
       return { kind: 'granted', grant, owner, existing: true };
+    }
+    const mode = req.mode ?? MUTEX.mode;
+    const limit = mode === 'shared' ? 1 : (req.limit ?? MUTEX.limit);
+    const lowest = live[0];
+    if (lowest) {
+      if (lowest.limit !== limit) return { kind: 'limit_mismatch', limit: lowest.limit, holder: { ...lowest } };
+      const admitted = mode === 'shared' ? live.every((l) => l.mode === 'shared') : live.length < limit && live.every((l) => l.mode === mode);
+      if (!admitted) return { kind: 'held', holder: { ...lowest } };
     }
     // Drawn last, after every check the grant depends on: tokens rise in answer order.
     const lock: HeldLock = {
@@ -180,10 +190,11 @@ export class MemoryLockStore implements LockStore {
       ttlMillis: req.ttlMillis,
       grantedAt: now,
       expiresAt: now + req.ttlMillis,
-      ...MUTEX,
+      mode,
+      limit,
       ...(req.value !== undefined ? { value: req.value } : {}),
     };
-    this.locks.set(req.key, lock);
+    this.locks.set(req.key, [...live, lock]);
     const { owner, ...grant } = lock;
     return { kind: 'granted', grant, owner, existing: false };
   }
@@ -206,33 +217,34 @@ export class MemoryLockStore implements LockStore {
     if ('kind' in session) return session;
     const lock = this.ownLiveLock(req);
     if (!lock) return { kind: 'lost' };
-    this.locks.delete(req.key);
+    this.remove(lock);
     return { kind: 'released', lock: { ...lock, endedAt: this.now() } };
   }
 
   async readLock(key: string): Promise<HeldLock | null> {
-    const lock = this.locks.get(key);
-    return lock && this.isLive(lock, this.now()) ? { ...lock } : null;
+    return this.describe(this.liveGrants(key, this.now()));
   }
 
   async listLocks(query: ListQuery & { prefix?: string }): Promise<Page<HeldLock>> {
     const after = decodeCursor(query.cursor);
     const now = this.now();
-    const items = [...this.locks.values()]
-      .filter((l) => this.isLive(l, now) && (!query.prefix || l.key.startsWith(query.prefix)) && (after === null || l.key > after))
-      .sort(by((l) => l.key))
-      .map((l) => ({ ...l }));
+    const items = [...this.locks.keys()]
+      .filter((key) => (!query.prefix || key.startsWith(query.prefix)) && (after === null || key > after))
+      .sort()
+      .map((key) => this.describe(this.liveGrants(key, now)))
+      .filter((lock): lock is HeldLock => lock !== null);
     return page(items, query.limit, (l) => l.key);
   }
 
   async forceRevoke(req: { key: string; expectedFencingToken?: FencingToken; audit: AuditDraft }): Promise<ForceRevokeResult> {
     const now = this.now();
-    const stored = this.locks.get(req.key);
-    const current = stored && this.isLive(stored, now) ? stored : undefined;
+    const live = this.liveGrants(req.key, now);
+    // One permit at a time: the grant the token names, else the lowest-token one.
+    const current = req.expectedFencingToken === undefined ? live[0] : (live.find((l) => l.fencingToken === req.expectedFencingToken) ?? live[0]);
     let outcome: ForceRevokeResult['outcome'] = 'REVOKED';
     if (!current) outcome = 'NOT_HELD';
     else if (req.expectedFencingToken !== undefined && req.expectedFencingToken !== current.fencingToken) outcome = 'TOKEN_MISMATCH';
-    if (outcome === 'REVOKED') this.locks.delete(req.key);
+    if (outcome === 'REVOKED') this.remove(current!);
     const audit = this.append({
       ...req.audit,
       action: 'lock.revoke',
@@ -286,9 +298,9 @@ export class MemoryLockStore implements LockStore {
 
   async summary(query: SummaryQuery = {}): Promise<StoreSummary> {
     const now = this.now();
-    const live = [...this.locks.values()].filter((l) => this.isLive(l, now));
+    const live = this.allGrants().filter((l) => this.isLive(l, now));
     const byPolicy = query.policies ? { byPolicy: tallyByPolicy(live, query.policies, now) } : {};
-    const overdue = Math.min(now, ...[...this.sessions.values(), ...this.locks.values()].map((x) => x.expiresAt));
+    const overdue = Math.min(now, ...[...this.sessions.values(), ...this.allGrants()].map((x) => x.expiresAt));
     return {
       heldLocks: live.length,
       activeSessions: [...this.sessions.values()].filter((s) => s.expiresAt > now).length,
@@ -319,17 +331,41 @@ export class MemoryLockStore implements LockStore {
   }
 
   private ownLiveLock(req: { key: string; session: SessionCredential; fencingToken: FencingToken }): HeldLock | null {
-    const lock = this.locks.get(req.key);
-    if (!lock || !this.isLive(lock, this.now())) return null;
-    return lock.sessionId === req.session.sessionId && lock.fencingToken === req.fencingToken ? lock : null;
+    const now = this.now();
+    const lock = this.locks.get(req.key)?.find((l) => l.fencingToken === req.fencingToken);
+    if (!lock || !this.isLive(lock, now)) return null;
+    return lock.sessionId === req.session.sessionId ? lock : null;
+  }
+
+  /** The key's live grants in token order (the order they were drawn in). */
+  private liveGrants(key: string, now: number): HeldLock[] {
+    return (this.locks.get(key) ?? []).filter((lock) => this.isLive(lock, now));
+  }
+
+  private allGrants(): HeldLock[] {
+    return [...this.locks.values()].flat();
+  }
+
+  private remove(lock: HeldLock): void {
+    const rest = (this.locks.get(lock.key) ?? []).filter((l) => l !== lock);
+    if (rest.length > 0) this.locks.set(lock.key, rest);
+    else this.locks.delete(lock.key);
+  }
+
+  /** A key as reads describe it: its lowest-token grant, with every holder when it admits more than one. */
+  private describe(live: readonly HeldLock[]): HeldLock | null {
+    const lowest = live[0];
+    if (!lowest) return null;
+    const many = lowest.limit > 1 || lowest.mode === 'shared';
+    return { ...lowest, ...(many ? { holders: live.map((l) => ({ ...l })) } : {}) };
   }
 
   private endSession(session: StoredSession, cause: SessionEndCause): EndedSession {
     const now = this.now();
     const releasedLocks: EndedLock[] = [];
-    for (const lock of [...this.locks.values()].sort(by((l) => l.key))) {
+    for (const lock of this.allGrants().sort(by((l) => l.key))) {
       if (lock.sessionId !== session.sessionId) continue;
-      this.locks.delete(lock.key);
+      this.remove(lock);
       releasedLocks.push({ ...lock, endedAt: now });
     }
     this.sessions.delete(session.sessionId);
