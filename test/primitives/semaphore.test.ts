@@ -165,7 +165,8 @@ describe.each(['embedded', 'postgres', 'etcd'] as const)('semaphore on %s', (sto
     await eventually(async () => (await reader.read(key)).body.waiterCount === 1, 30_000, 20);
 
     // Killed on the other instance from the one the victim's session talks to (when there are two).
-    const killer = httpClient(servers[servers.length - 1]!.url).admin(servers[0]!.operatorToken);
+    const killerServer = servers[servers.length - 1]!;
+    const killer = httpClient(killerServer.url).admin(killerServer.operatorToken);
     expect((await killer.kill(holders[0]!.sessionId, { reason: 'issue 23: a holder dies' })).status).toBe(200);
     const granted = await waiting;
     expect(granted).not.toBeNull();
