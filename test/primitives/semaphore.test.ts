@@ -13,14 +13,13 @@
  *   holders keep theirs, the one waiter is granted, and a further try is refused.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LockClient } from '../../client/client.js';
+import { LockClient } from '../../client/client.js';
 import type { LockSession } from '../../client/session.js';
 import { findTokenOrderViolations, type ObservedGrant } from '../support/fenced-resource.js';
 import { startPair } from '../support/fleet-pair.js';
 import { eventually, httpClient } from '../support/http.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { countOutOfOrderAnswers, findDuplicateTokens, FencedHolderResource } from './support/holder-resource.js';
-import { holdingClient } from './support/holding-client.js';
 
 const LIMIT = 3;
 const SESSIONS = 20;
@@ -30,7 +29,7 @@ const HOLD_MILLIS = 2;
 /** Grants outlive any run: a permit ends by its release or by the test's kill, never by a lapse. */
 const LOCK_TTL = 120_000;
 /** A waiter waits server-side (woken by a release anywhere in the fleet), retrying within a budget that only bounds a failure. */
-const WAITING = { ttlMillis: LOCK_TTL, policy: { waitMillis: 5_000, totalBudgetMillis: 120_000 } };
+const WAITING = { limit: LIMIT, ttlMillis: LOCK_TTL, policy: { waitMillis: 5_000, totalBudgetMillis: 120_000 } };
 
 const hold = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis));
 
@@ -40,7 +39,7 @@ describe.each(['embedded', 'postgres', 'etcd'] as const)('semaphore on %s', (sto
   const sessions: LockSession[] = [];
   beforeAll(async () => {
     servers = store === 'embedded' ? [await startServer({ store })] : await startPair(store);
-    clients = servers.map((server) => holdingClient(server.url, { limit: LIMIT }));
+    clients = servers.map((server) => new LockClient({ baseUrl: server.url }));
   });
   afterAll(async () => {
     await Promise.all(sessions.map((session) => session.close().catch(() => undefined)));
@@ -134,6 +133,9 @@ describe.each(['embedded', 'postgres', 'etcd'] as const)('semaphore on %s', (sto
         error: { code: 'LIMIT_MISMATCH', message: expect.stringContaining(`limit ${LIMIT}`), retryable: false },
       });
     }
+    // Through the SDK: its own error, not retried.
+    const sdkSession = await open(1, 'mismatch-sdk');
+    await expect(sdkSession.acquire(key, { limit: 2, ttlMillis: 60_000, policy: { waitMillis: 5_000 } })).rejects.toMatchObject({ code: 'LIMIT_MISMATCH' });
     // Nothing changed: the same holder and grant, no wait recorded, on both instances.
     for (const client of http) expect((await client.read(key)).body).toEqual(before.body);
 
@@ -152,7 +154,7 @@ describe.each(['embedded', 'postgres', 'etcd'] as const)('semaphore on %s', (sto
     const holders = await Promise.all([0, 1, 2].map((i) => open(i, `death-holder-${i}`)));
     const handles = [];
     for (const session of holders) {
-      const handle = await session.acquire(key, { ttlMillis: LOCK_TTL });
+      const handle = await session.acquire(key, { limit: LIMIT, ttlMillis: LOCK_TTL });
       expect(handle).not.toBeNull();
       handles.push(handle!);
     }

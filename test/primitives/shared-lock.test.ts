@@ -13,7 +13,7 @@
  *   asserted as such; the measured wait is printed).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LockClient } from '../../client/client.js';
+import { LockClient } from '../../client/client.js';
 import type { LockHandle } from '../../client/handle.js';
 import type { LockSession } from '../../client/session.js';
 import { findTokenOrderViolations, type ObservedGrant } from '../support/fenced-resource.js';
@@ -21,11 +21,11 @@ import { startPair } from '../support/fleet-pair.js';
 import { eventually, httpClient } from '../support/http.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { findDuplicateTokens, FencedHolderResource, type HoldingMode } from './support/holder-resource.js';
-import { holdingClient } from './support/holding-client.js';
 
 const LOCK_TTL = 120_000;
 /** Waits are server-side (woken by a release anywhere in the fleet); the budget only bounds a failure. */
 const WAITING = { ttlMillis: LOCK_TTL, policy: { waitMillis: 5_000, totalBudgetMillis: 60_000 } };
+const AS: Record<HoldingMode, { mode: HoldingMode }> = { shared: { mode: 'shared' }, exclusive: { mode: 'exclusive' } };
 
 const READERS = 8;
 const WRITERS = 2;
@@ -44,13 +44,11 @@ const hold = (millis: number) => new Promise((resolve) => setTimeout(resolve, mi
 
 describe.each(['embedded', 'postgres', 'etcd'] as const)('shared lock on %s', (store) => {
   let servers: TestServer[];
-  let readerClients: LockClient[];
-  let writerClients: LockClient[];
+  let clients: LockClient[];
   const sessions: LockSession[] = [];
   beforeAll(async () => {
     servers = store === 'embedded' ? [await startServer({ store })] : await startPair(store);
-    readerClients = servers.map((server) => holdingClient(server.url, { mode: 'shared' }));
-    writerClients = servers.map((server) => holdingClient(server.url, { mode: 'exclusive' }));
+    clients = servers.map((server) => new LockClient({ baseUrl: server.url }));
   });
   afterAll(async () => {
     await Promise.all(sessions.map((session) => session.close().catch(() => undefined)));
@@ -58,7 +56,7 @@ describe.each(['embedded', 'postgres', 'etcd'] as const)('shared lock on %s', (s
   });
 
   /** A session on instance `index` mod the number of instances, closed after the file. */
-  const open = async (clients: LockClient[], index: number, owner: string) => {
+  const open = async (index: number, owner: string) => {
     const session = await clients[index % clients.length]!.openSession({ ttlMillis: 20_000, owner });
     sessions.push(session);
     return session;
@@ -90,7 +88,7 @@ describe.each(['embedded', 'postgres', 'etcd'] as const)('shared lock on %s', (s
     const run = async (session: LockSession, mode: HoldingMode, cycles: number) => {
       for (let cycle = 0; cycle < cycles; cycle += 1) {
         const requestedAt = performance.now();
-        const handle = await session.acquire(key, WAITING);
+        const handle = await session.acquire(key, { ...WAITING, ...AS[mode] });
         if (handle === null) {
           failures.push(`${session.owner} cycle ${cycle}: not granted within the budget`);
           continue;
@@ -98,8 +96,8 @@ describe.each(['embedded', 'postgres', 'etcd'] as const)('shared lock on %s', (s
         grants.push(await holdOnce(session, handle, mode, resource, CYCLE_HOLD_MILLIS, { requestedAt, grantedAt: performance.now() }));
       }
     };
-    const readers = await Promise.all(Array.from({ length: READERS }, (_, i) => open(readerClients, i, `reader-${i}`)));
-    const writers = await Promise.all(Array.from({ length: WRITERS }, (_, i) => open(writerClients, i, `writer-${i}`)));
+    const readers = await Promise.all(Array.from({ length: READERS }, (_, i) => open(i, `reader-${i}`)));
+    const writers = await Promise.all(Array.from({ length: WRITERS }, (_, i) => open(READERS + i, `writer-${i}`)));
     await Promise.all([
       ...readers.map((session) => run(session, 'shared', READER_CYCLES)),
       ...writers.map((session) => run(session, 'exclusive', WRITER_CYCLES)),
@@ -120,8 +118,8 @@ describe.each(['embedded', 'postgres', 'etcd'] as const)('shared lock on %s', (s
   it(`with a reader arriving every ${ARRIVAL_EVERY_MILLIS} ms holding ${READER_HOLD_MILLIS} ms, a waiting writer is granted within ${WRITER_BOUND_MILLIS} ms`, async () => {
     const key = `shared-starvation/${store}`;
     const resource = new FencedHolderResource(1);
-    const pool = await Promise.all(Array.from({ length: READER_POOL }, (_, i) => open(readerClients, i, `arriving-reader-${i}`)));
-    const writer = await open(writerClients, 1, 'waiting-writer');
+    const pool = await Promise.all(Array.from({ length: READER_POOL }, (_, i) => open(i, `arriving-reader-${i}`)));
+    const writer = await open(1, 'waiting-writer');
     const failures: string[] = [];
     const readerGrants: (ObservedGrant & { lost: boolean })[] = [];
     let arrivals = 0;
@@ -137,7 +135,7 @@ describe.each(['embedded', 'postgres', 'etcd'] as const)('shared lock on %s', (s
       arrivals += 1;
       const reader = (async () => {
         const requestedAt = performance.now();
-        const handle = await session.acquire(key, WAITING);
+        const handle = await session.acquire(key, { ...WAITING, ...AS.shared });
         if (handle === null) failures.push(`${session.owner}: not granted within the budget`);
         else readerGrants.push(await holdOnce(session, handle, 'shared', resource, READER_HOLD_MILLIS, { requestedAt, grantedAt: performance.now() }));
         free.push(session);
@@ -155,7 +153,7 @@ describe.each(['embedded', 'postgres', 'etcd'] as const)('shared lock on %s', (s
       const readersInsideWhenAsked = resource.insideNow;
       const arrivalsBefore = arrivals;
       const requestedAt = performance.now();
-      const handle = await writer.acquire(key, { ttlMillis: LOCK_TTL, policy: { waitMillis: 10_000, totalBudgetMillis: 10_000 } });
+      const handle = await writer.acquire(key, { ...AS.exclusive, ttlMillis: LOCK_TTL, policy: { waitMillis: 10_000, totalBudgetMillis: 10_000 } });
       const grantedAt = performance.now();
       expect(handle).not.toBeNull();
       writerWait = { waitedMillis: grantedAt - requestedAt, readersInsideWhenAsked, arrivalsWhileWaiting: arrivals - arrivalsBefore, token: handle!.fencingToken };
