@@ -12,9 +12,8 @@
  * - A holder's session killed (A6, on the other instance): its permit alone is freed — the other
  *   holders keep theirs, the one waiter is granted, and a further try is refused.
  *
- * Cost (2 cores at load average 11–14, 2026-12-02): the 4000 cycles took 253 s on embedded (every
- * release wakes every waiter, and PGlite answers their tries one at a time), 98 s on PostgreSQL,
- * 52 s on etcd — the heaviest part of this file, bounded by its timeout only on a failure.
+ * Cost (2 cores at load average 11–14, 2026-12-02): the 4000 cycles took 253 s on embedded, 98 s on
+ * PostgreSQL, 52 s on etcd: the heaviest part of this file (its timeout only bounds a failure).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LockClient } from '../../client/client.js';
