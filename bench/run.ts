@@ -32,6 +32,12 @@
  * bench/results/partial/ and leaves foundation.md alone). With BENCH_DIAGNOSTICS,
  * `sdk-fetch-postgres` runs the SDK on its old FetchTransport (the global fetch).
  *
+ * Multi-holder keys (issue 23): every worker on one key through the SDK, a semaphore
+ * (`sdk-semaphore-*`, limit BENCH_SEMAPHORE_LIMIT, default 8) or shared grants (`sdk-shared-*`,
+ * readers only), waiting server-side up to BENCH_WAIT_MILLIS; on embedded, postgres and (with the
+ * etcd table) etcd, at concurrency BENCH_PRIMITIVES_CONCURRENCY (default 64; 0 skips them). A
+ * BENCH_ONLY run includes them only when it names them.
+ *
  * Writes bench/results/foundation-<date>.json and the generated section of
  * bench/results/foundation.md.
  */
@@ -86,6 +92,17 @@ const HANDOFF_HOLD_MILLIS = positiveNumber('BENCH_HANDOFF_HOLD_MS', 20, true);
 const HANDOFF_REJOIN_MILLIS = positiveNumber('BENCH_HANDOFF_REJOIN_MS', 20, true);
 const HANDOFF_BACKGROUND = positiveNumber('BENCH_HANDOFF_BACKGROUND_CYCLES', 200, true);
 const ETCD_CONCURRENCIES = (process.env.BENCH_ETCD_CONCURRENCY ?? '16,64').split(',').filter((c) => c.trim() !== '').map(Number);
+const PRIMITIVES_CONCURRENCY = positiveNumber('BENCH_PRIMITIVES_CONCURRENCY', 64, true);
+const SEMAPHORE_LIMIT = positiveNumber('BENCH_SEMAPHORE_LIMIT', 8);
+
+/** The multi-holder cells of one store, each with its own key (a fresh prefix per cell). */
+const PRIMITIVE_CELLS = [
+  { kind: 'semaphore', holding: { limit: SEMAPHORE_LIMIT } },
+  { kind: 'shared', holding: { mode: 'shared' } },
+] as const;
+const primitivePath = (kind: (typeof PRIMITIVE_CELLS)[number]['kind'], store: 'postgres' | 'embedded' | 'etcd') => `sdk-${kind}-${store}` as PathName;
+const wantedPrimitive = (path: PathName) => PRIMITIVES_CONCURRENCY > 0 && (ONLY === null || ONLY.has(path));
+const multi = (url: string, holding: { mode?: 'shared'; limit?: number }): LoadTarget => sdk(url, { kind: 'multi', holding, waitMillis: WAIT_MILLIS });
 
 const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));
 const loadAverage = () => os.loadavg().map((v) => Number(v.toFixed(2))) as [number, number, number];
@@ -158,6 +175,7 @@ async function main(): Promise<void> {
   const contended: CellResult[] = [];
   const handoff: (CellResult & { maxWaitMillis: number; medianWaitMillis: number })[] = [];
   const etcdCells: CellResult[] = [];
+  const primitives: CellResult[] = [];
   try {
     const rawDatabase = await postgres.createDatabase();
     await createRawSchema(rawDatabase);
@@ -224,6 +242,22 @@ async function main(): Promise<void> {
           contended.push(await measure('sdk-embedded', c, task(c, sdk(embedded.url, hot)), null));
         }
       }
+
+      const c = PRIMITIVES_CONCURRENCY;
+      if (PRIMITIVE_CELLS.some(({ kind }) => wantedPrimitive(primitivePath(kind, 'postgres')) || wantedPrimitive(primitivePath(kind, 'embedded')))) {
+        console.log(`\nMulti-holder keys through the SDK: all ${c} workers on one key, a semaphore (limit ${SEMAPHORE_LIMIT}) or shared grants, waiting server-side up to ${WAIT_MILLIS} ms.`);
+      }
+      for (const { kind, holding } of PRIMITIVE_CELLS) {
+        if (wantedPrimitive(primitivePath(kind, 'postgres'))) {
+          primitives.push(
+            await withServer(
+              async () => startPostgresServer(await postgres.createDatabase()),
+              (server) => measure(primitivePath(kind, 'postgres'), c, task(c, multi(server.url, holding)), postmasterPid),
+            ),
+          );
+        }
+        if (wantedPrimitive(primitivePath(kind, 'embedded'))) primitives.push(await measure(primitivePath(kind, 'embedded'), c, task(c, multi(embedded.url, holding)), null));
+      }
     });
 
     if (HANDOFF_WAITERS > 0) {
@@ -285,6 +319,12 @@ async function main(): Promise<void> {
         }
         etcdCells.push(await measure('etcd-client-lock', c, task(c, { target: 'etcd-lock', endpoints: etcd.endpoints }), etcdPid));
       }
+      for (const { kind, holding } of PRIMITIVE_CELLS) {
+        const path = primitivePath(kind, 'etcd');
+        if (!wantedPrimitive(path)) continue;
+        const c = PRIMITIVES_CONCURRENCY;
+        primitives.push(await withServer(() => startEtcdServer(etcd.endpoints), (server) => measure(path, c, task(c, multi(server.url, holding)), etcdPid)));
+      }
     } finally {
       await etcd.stop();
     }
@@ -309,6 +349,11 @@ async function main(): Promise<void> {
         ]
       : []),
   ];
+  if (primitives.length > 0) {
+    sections.push(
+      `### Multi-holder keys (issue 23) — through the SDK, every worker on one key: a semaphore (limit ${SEMAPHORE_LIMIT}) or shared grants (readers only), server-side wait up to ${WAIT_MILLIS} ms (cycle includes the wait; the backend column is postgres's CPU, or etcd's on etcd rows)\n\n${cellTable(primitives)}`,
+    );
+  }
   if (handoff.length > 0) {
     sections.push(
       `### Hot-key handoff — PostgreSQL through HTTP, ${HANDOFF_WAITERS} waiters on one key, hold ${HANDOFF_HOLD_MILLIS} ms, rejoin ${HANDOFF_REJOIN_MILLIS} ms, ${HANDOFF_BACKGROUND} raw background cycles/s (latency = release sent → next grant)\n\n` +
@@ -354,6 +399,8 @@ async function main(): Promise<void> {
       diagnostics: DIAGNOSTICS,
       ceiling: CEILING,
       only: ONLY === null ? null : [...ONLY],
+      primitivesConcurrency: PRIMITIVES_CONCURRENCY,
+      semaphoreLimit: SEMAPHORE_LIMIT,
     },
     machine: { cpus: cpus.length, cpuModel: cpus[0]?.model, node: process.version, loadAverageStart: loadAtStart, loadAverageEnd: loadAtEnd },
     postgres: { version, fsync },
@@ -363,6 +410,7 @@ async function main(): Promise<void> {
     contended,
     handoff,
     etcd: etcdCells,
+    primitives,
   });
 
   if (ONLY !== null) {

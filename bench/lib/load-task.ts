@@ -10,7 +10,12 @@ export type KeyPattern =
   /** Each worker its own key: every acquire is uncontended. */
   | { kind: 'own' }
   /** Worker i uses key i mod `hotKeys`: acquires contend and wait server-side. */
-  | { kind: 'hot'; hotKeys: number; waitMillis: number };
+  | { kind: 'hot'; hotKeys: number; waitMillis: number }
+  /**
+   * Every worker on one multi-holder key (issue 23), through the SDK only: a semaphore
+   * (`limit` N, exclusive) or shared grants (`mode` shared); those not admitted wait server-side.
+   */
+  | { kind: 'multi'; holding: { mode?: 'exclusive' | 'shared'; limit?: number }; waitMillis: number };
 
 export type HttpClientKind = 'lean' | 'node';
 

@@ -13,6 +13,7 @@ import { PgDatabase } from '../../lock/store/sql/pg-database.js';
 import { hashSessionToken, newSessionToken } from '../../lock/core/session-token.js';
 import { SqlLockStore } from '../../lock/store/sql/sql-store.js';
 import { LockClient } from '../../client/client.js';
+import type { AcquireOptions, LockSession } from '../../client/session.js';
 import { FetchTransport } from '../../client/transport.js';
 import { currentThreadCpuMillis } from './cpu.js';
 import { JsonHttpClient, type JsonResponse } from './http-json.js';
@@ -119,9 +120,10 @@ async function runHttp(task: Task<'http'>): Promise<Window> {
   }, HEARTBEAT_EVERY_MILLIS);
 
   const window = new Window(task);
-  const keyOf = (index: number) =>
-    encodeURIComponent(task.keys.kind === 'own' ? `${task.keyPrefix}own-${index}` : `${task.keyPrefix}hot-${index % task.keys.hotKeys}`);
-  const waitMillis = task.keys.kind === 'hot' ? { waitMillis: task.keys.waitMillis } : {};
+  const keys = task.keys;
+  if (keys.kind === 'multi') throw new Error('multi-holder cells run through the SDK only');
+  const keyOf = (index: number) => encodeURIComponent(keys.kind === 'own' ? `${task.keyPrefix}own-${index}` : `${task.keyPrefix}hot-${index % keys.hotKeys}`);
+  const waitMillis = keys.kind === 'hot' ? { waitMillis: keys.waitMillis } : {};
   try {
     await Promise.all(
       requesters.map(async (requester, index) => {
@@ -164,12 +166,19 @@ async function runSdk(task: Task<'sdk'>): Promise<Window> {
   const client = new LockClient(transport ? { transport } : { baseUrl: task.url });
   const sessions = [];
   for (let i = 0; i < task.concurrency; i += 1) sessions.push(await client.openSession({ ttlMillis: SESSION_TTL_MILLIS, owner: `bench-${i}` }));
-  const keyOf = (index: number) => (task.keys.kind === 'own' ? `${task.keyPrefix}own-${index}` : `${task.keyPrefix}hot-${index % task.keys.hotKeys}`);
-  // Hot keys: one server-side wait per attempt, as the HTTP rows do, within a budget that fits a few.
+  const keys = task.keys;
+  const keyOf = (index: number) =>
+    keys.kind === 'own' ? `${task.keyPrefix}own-${index}` : keys.kind === 'hot' ? `${task.keyPrefix}hot-${index % keys.hotKeys}` : `${task.keyPrefix}multi`;
+  // Hot and multi-holder keys: one server-side wait per attempt, as the HTTP rows do, within a budget that fits a few.
   const options =
-    task.keys.kind === 'hot'
-      ? { ttlMillis: LOCK_TTL_MILLIS, policy: { waitMillis: task.keys.waitMillis, totalBudgetMillis: 3 * task.keys.waitMillis } }
-      : { ttlMillis: LOCK_TTL_MILLIS };
+    keys.kind === 'own'
+      ? { ttlMillis: LOCK_TTL_MILLIS }
+      : {
+          ttlMillis: LOCK_TTL_MILLIS,
+          policy: { waitMillis: keys.waitMillis, totalBudgetMillis: 3 * keys.waitMillis },
+          ...(keys.kind === 'multi' ? keys.holding : {}),
+        };
+  if (keys.kind === 'multi') await proveMultiHolder(sessions, keyOf(0), options);
   const window = new Window(task);
   try {
     await Promise.all(
@@ -202,6 +211,19 @@ async function runSdk(task: Task<'sdk'>): Promise<Window> {
     await Promise.all(sessions.map((session) => session.close().catch(() => undefined)));
   }
   return window;
+}
+
+/**
+ * A multi-holder cell measures nothing if the holding never reached the server (an SDK that drops
+ * the options takes a mutex): two sessions must hold the key at once before the window opens.
+ */
+async function proveMultiHolder(sessions: LockSession[], key: string, options: AcquireOptions): Promise<void> {
+  const [first, second] = sessions;
+  if (!first || !second) return;
+  const probe = { ...options, policy: { totalBudgetMillis: 1_000 } };
+  const handles = [await first.acquire(key, probe), await second.acquire(key, probe)];
+  await Promise.all(handles.map((handle, i) => (handle ? sessions[i]!.release(handle) : undefined)));
+  if (handles.some((handle) => handle === null)) throw new Error(`two sessions could not hold ${key} at once: the SDK did not send the holding (mode/limit)`);
 }
 
 async function runRaw(task: Task<'raw'>): Promise<{ window: Window; meanBatchSize?: number }> {

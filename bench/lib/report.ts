@@ -28,6 +28,13 @@ export type PathName =
   | 'sdk-fetch-postgres'
   | 'etcd-client-lock'
   | 'handoff-postgres'
+  /** Issue 23 through the SDK, every worker on one key: a semaphore (limit N), or shared grants. */
+  | 'sdk-semaphore-postgres'
+  | 'sdk-semaphore-embedded'
+  | 'sdk-semaphore-etcd'
+  | 'sdk-shared-postgres'
+  | 'sdk-shared-embedded'
+  | 'sdk-shared-etcd'
   /** The ceiling of any HTTP design here: canned answers, no store (bench/lib/bare-servers.ts). */
   | 'bare-node-http'
   | 'bare-fastify';
