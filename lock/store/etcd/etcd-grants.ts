@@ -5,7 +5,7 @@
  * is the key's create revision × 1000 + its slot in the granting txn (grant-tokens.ts).
  */
 import { randomUUID } from 'node:crypto';
-import type { ICompare, IKeyValue, ITxnResponse } from 'etcd3';
+import type { ITxnResponse } from 'etcd3';
 import { NotLeaderError } from '../../errors.js';
 import { MUTEX, type FencingToken, type LockGrant, type Page } from '../../../contract/records.js';
 import type {
@@ -41,9 +41,10 @@ import {
   rangeResult,
   rangeResults,
 } from './ops.js';
-import { decodeLock, decodeSession, encode, type LockRow, type SessionRow, type StoredLock } from './records.js';
+import { decodeLock, decodeSession, encode, type SessionRow, type StoredLock } from './records.js';
 import { ReleaseBatcher } from './release-batcher.js';
 import { HolderGrants, type HolderMemory } from './holder-grants.js';
+import { EtcdRevocation } from './etcd-revocation.js';
 import { holdingOf } from '../../../contract/wire-rules.js';
 import { describeHolders, dropAnchorIfEmpty, isAnchor, isMutex, liveHolders, livenessKey } from './holders.js';
 
@@ -55,10 +56,11 @@ export class EtcdGrants {
   private readonly acquires: AcquireBatcher;
   /** Shared and limit > 1 grants (holder-grants.ts). */
   private readonly multi: HolderGrants;
+  private readonly revocation: EtcdRevocation;
 
   constructor(
     private readonly ctx: EtcdContext,
-    private readonly audit: EtcdAudit,
+    audit: EtcdAudit,
     private readonly holders: HolderMemory,
     acquireBatching: boolean,
   ) {
@@ -69,6 +71,7 @@ export class EtcdGrants {
     );
     this.acquires = new AcquireBatcher(() => ctx.etcd(), acquireBatching);
     this.multi = new HolderGrants(ctx, this.grantLeases, this.acquires, holders);
+    this.revocation = new EtcdRevocation(ctx, audit);
   }
 
   async tryAcquire(req: AcquireAttempt): Promise<TryAcquireResult> {
@@ -360,71 +363,7 @@ export class EtcdGrants {
   }
 
   async forceRevoke(req: { key: string; expectedFencingToken?: FencingToken; audit: AuditDraft }): Promise<ForceRevokeResult> {
-    const lockKey = this.ctx.keys.lock(req.key);
-    for (let decision = 0; decision < MAX_DECISIONS; decision += 1) {
-      const [lockResponse, head] = await Promise.all([range(this.ctx.etcd(), { key: lockKey }), this.audit.storedHead()]);
-      const kv = lockResponse.kvs[0];
-      const { compare, live } = kv && isAnchor(kv) ? await this.revocableHolders(req.key, kv) : await this.revocableMutex(req.key, kv);
-      // The grant the token names, or else the lowest-token one: one permit at a time.
-      const target = req.expectedFencingToken !== undefined ? live.find((row) => row.lock.fencingToken === req.expectedFencingToken) : live[0];
-      const outcome = live.length === 0 ? 'NOT_HELD' : !target ? 'TOKEN_MISMATCH' : 'REVOKED';
-      const append = this.audit.plan(head, req.audit, {
-        action: 'lock.revoke',
-        target: req.key,
-        fencingToken: target?.lock.fencingToken ?? live[0]?.lock.fencingToken ?? req.expectedFencingToken,
-        outcome,
-      });
-      let ops = append.ops;
-      const named = target ?? live[0];
-      if (named?.stored.mode !== undefined) {
-        // The multi-holder grant the answer names is still that live grant (a mutex's is pinned with its key).
-        compare.push(
-          modRevisionIs(this.ctx.keys.holder(req.key, named.stored.sessionId), named.modRevision),
-          createRevisionIs(this.ctx.keys.session(named.stored.sessionId), named.stored.sessionRevision),
-        );
-      }
-      if (target) {
-        const liveKey = livenessKey(this.ctx.keys, target);
-        const recordKey = this.ctx.keys.lockRecord(target.stored.sessionId, req.key);
-        compare.push(createRevisionIs(liveKey, target.createRevision), createRevisionIs(recordKey, target.createRevision));
-        ops = [deleteOp(liveKey), deleteOp(recordKey), ...append.ops];
-      }
-      if (!(await this.audit.commit([...compare, append.compare], ops, append.entry))) continue;
-      if (target) {
-        if (target.stored.mode !== undefined) await dropAnchorIfEmpty(this.ctx, req.key);
-        return { outcome: 'REVOKED', revoked: { ...target.lock, endedAt: append.entry.at }, audit: append.entry };
-      }
-      if (live[0]) return { outcome: 'TOKEN_MISMATCH', holder: live[0].lock, audit: append.entry };
-      return { outcome: 'NOT_HELD', audit: append.entry };
-    }
-    throw new NotLeaderError(`revoke of ${JSON.stringify(req.key)} kept racing other writers`);
-  }
-
-  /** A mutex key's live grant (none or one), with the compares that pin the reading. */
-  private async revocableMutex(key: string, kv: IKeyValue | undefined): Promise<{ compare: ICompare[]; live: LockRow[] }> {
-    const lockKey = this.ctx.keys.lock(key);
-    const row = kv ? decodeLock(key, kv) : null;
-    const compare: ICompare[] = [modRevisionIs(lockKey, row?.modRevision ?? '0')];
-    if (!row) return { compare, live: [] };
-    const holderKey = this.ctx.keys.session(row.stored.sessionId);
-    if (await this.ctx.sessionIncarnationLive(row.stored.sessionId, row.stored.sessionRevision)) {
-      compare.push(createRevisionIs(holderKey, row.stored.sessionRevision));
-      return { compare, live: [row] };
-    }
-    compare.push(createRevisionIsNot(holderKey, row.stored.sessionRevision));
-    return { compare, live: [] };
-  }
-
-  /**
-   * A multi-holder key's live grants (lowest token first), with the compare that pins the reading:
-   * the anchor, which every new grant rewrites. A grant read as not live stays so (its lease or session
-   * incarnation ended for good); the grant the answer names is pinned by the caller.
-   */
-  private async revocableHolders(key: string, anchorKv: IKeyValue): Promise<{ compare: ICompare[]; live: LockRow[] }> {
-    const response = await range(this.ctx.etcd(), prefixRange(this.ctx.keys.holdersOf(key)));
-    const live = await liveHolders(this.ctx, key, response.kvs);
-    const compare: ICompare[] = [modRevisionIs(this.ctx.keys.lock(key), String(anchorKv.mod_revision))];
-    return { compare, live };
+    return this.revocation.forceRevoke(req);
   }
 
   /**
@@ -457,8 +396,5 @@ export class EtcdGrants {
   }
 }
 
-function stripOwner(lock: HeldLock): LockGrant {
-  const { owner: _owner, ...grant } = lock;
-  void _owner;
-  return grant;
-}
+/** A held lock as its grant (the owner is answered beside it). */
+const stripOwner = ({ owner: _owner, ...grant }: HeldLock): LockGrant => grant;

@@ -15,96 +15,18 @@
  * key whose holds are live; its release, renew and reads find no grant in an anchor (session '').
  */
 import type { Migration } from './migration.js';
+import { FENCING_TOKEN_MAX } from '../../../../contract/wire-rules.js';
 import { v11 } from './v11-acquire-or-wait.js';
-import { v2 } from './v2-session-tokens.js';
 import { v4 } from './v4-acquire-batch.js';
+import { ANCHOR_AWARE_BATCH, ANCHOR_AWARE_SINGLE } from './v13-previous-release.js';
+import { ACQUIRE_ONE } from './v13-acquire-one.js';
 
 /** The anchor row's expiry: never reached, so neither this release's sweep nor an older one deletes it by age. */
-const ANCHOR_EXPIRES_AT = '9223372036854775807';
+const ANCHOR_EXPIRES_AT = String(FENCING_TOKEN_MAX);
 
 /** A hold is live while its TTL runs and its session is live (store clock), like a lock row. */
 const LIVE_HOLD = (h: string, now: string) =>
   `${h}.expires_at > ${now} AND EXISTS (SELECT 1 FROM holdfast_sessions hs WHERE hs.session_id = ${h}.session_id AND hs.expires_at > ${now})`;
-
-/** The one statement of `migration` that creates `name`. */
-function functionOf(migration: Migration, name: string): string {
-  const statements = 'statements' in migration ? migration.statements : [];
-  const found = statements.filter((statement) => statement.includes(`CREATE FUNCTION ${name}(`));
-  if (found.length !== 1) throw new Error(`migration ${migration.version} has no single CREATE FUNCTION ${name}`);
-  return found[0]!;
-}
-
-/** `text` with each `pattern` match replaced in turn by the next of `replacements`; exactly that many matches. */
-function replaced(text: string, pattern: RegExp, ...replacements: string[]): string {
-  let index = 0;
-  const out = text.replace(pattern, (...match) => {
-    const replacement = replacements[index++];
-    if (replacement === undefined) throw new Error(`more than ${replacements.length} matches of ${pattern}`);
-    return replacement.replace(/\$(\d)/g, (_, group: string) => String(match[Number(group)]));
-  });
-  if (index !== replacements.length) throw new Error(`${index} matches of ${pattern}, expected ${replacements.length}`);
-  return out;
-}
-
-/**
- * The previous release's acquire functions, which its instances call mid-roll, made anchor-aware:
- * each is its original statement (migrations 2, 4 and 11, unchanged) with one branch added — a key
- * whose row is an anchor is decided by holdfast_admit_holder as a mutex attempt (held while a live
- * hold remains, else taken as a mutex row; a limit_mismatch answers held, which is all that release
- * knows). Without it, an older instance would take an anchor over (its session '' is never live)
- * while holds are live.
- */
-const ANCHOR_AWARE_BATCH = (migration: Migration, name: string, waitArgs: string, recorded: string) =>
-  replaced(
-    replaced(
-      replaced(
-        replaced(
-          functionOf(migration, name).replace(`CREATE FUNCTION ${name}(`, `CREATE OR REPLACE FUNCTION ${name}(`),
-          /done boolean;/g,
-          'done boolean;\n       a record;',
-        ),
-        /CONTINUE;(\s+)END IF;(\s+)now_ms := holdfast_now_ms\(\);/g,
-        'CONTINUE;$1END IF;$2EXIT WHEN l.mode IS NOT NULL;$2now_ms := holdfast_now_ms();',
-      ),
-      /CONTINUE WHEN l\.key IS NULL;(\s+)/g,
-      'CONTINUE WHEN l.key IS NULL;$1EXIT WHEN l.mode IS NOT NULL;$1',
-    ),
-    /IF NOT done THEN kinds\[i\] := 'retry'; END IF;/g,
-    `IF NOT done AND l.mode IS NOT NULL THEN
-           SELECT * INTO a FROM holdfast_admit_holder(p_keys[i], p_sessions[i], owners[i], p_ttls[i], NULL, 'exclusive', 1, ${waitArgs});
-           IF a.o_kind = 'granted' THEN
-             kinds[i] := 'granted'; done := true;
-           ELSIF a.o_kind <> 'retry' THEN
-             kinds[i] := CASE WHEN a.o_kind = 'existing' THEN 'existing' ELSE 'held' END;
-             holders[i] := holdfast_hold_as_lock(a.o_holder);${recorded}
-             done := true;
-           END IF;
-         END IF;
-         IF NOT done THEN kinds[i] := 'retry'; END IF;`,
-  );
-
-const ANCHOR_AWARE_SINGLE = replaced(
-  replaced(
-    functionOf(v2, 'holdfast_try_acquire').replace('CREATE FUNCTION holdfast_try_acquire(', 'CREATE OR REPLACE FUNCTION holdfast_try_acquire('),
-    /inserted integer;/g,
-    'inserted integer;\n       a record;',
-  ),
-  /CONTINUE;(\s+)END IF;(\s+)now_ms := holdfast_now_ms\(\);/g,
-  `CONTINUE;$1END IF;$2IF l.mode IS NOT NULL THEN
-           SELECT * INTO a FROM holdfast_admit_holder(p_key, p_session, s.owner, p_ttl, NULL, 'exclusive', 1, NULL, NULL, NULL, NULL);
-           CONTINUE WHEN a.o_kind = 'retry';
-           IF a.o_kind = 'granted' THEN
-             RETURN QUERY UPDATE holdfast_locks hl SET fencing_token = nextval('holdfast_fencing_seq') WHERE hl.key = p_key
-               RETURNING 'granted'::text, hl.key::text, hl.session_id, hl.owner, hl.fencing_token::text, hl.ttl_millis, hl.granted_at, hl.expires_at;
-             RETURN;
-           END IF;
-           RETURN QUERY SELECT CASE WHEN a.o_kind = 'existing' THEN 'existing' ELSE 'held' END, (a.o_holder).key::text,
-             (a.o_holder).session_id, (a.o_holder).owner, (a.o_holder).fencing_token::text, (a.o_holder).ttl_millis,
-             (a.o_holder).granted_at, (a.o_holder).expires_at;
-           RETURN;
-         END IF;$2now_ms := holdfast_now_ms();`,
-  `CONTINUE;$1END IF;$2CONTINUE WHEN l.mode IS NOT NULL;$2now_ms := holdfast_now_ms();`,
-);
 
 export const v13: Migration = {
   version: 13,
@@ -406,99 +328,7 @@ export const v13: Migration = {
        END LOOP;
      END
      $$`,
-    // A lone mutex attempt with no wait to record (the uncontended hot path): migration 2's one-request
-    // function (no batch array work), with the grant's value, the key's mode and limit in the answer,
-    // and a key whose row is an anchor decided by holdfast_admit_holder.
-    `CREATE FUNCTION holdfast_acquire_one(p_key text, p_session text, p_token_hash text, p_ttl integer, p_value text)
-     RETURNS TABLE (r_kind text, r_key text, r_session_id text, r_owner text, r_fencing_token text, r_ttl_millis integer,
-                    r_granted_at bigint, r_expires_at bigint, r_value text, r_mode text, r_limit integer)
-     LANGUAGE plpgsql AS $$
-     DECLARE
-       s holdfast_sessions%ROWTYPE;
-       l holdfast_locks%ROWTYPE;
-       a record;
-       now_ms bigint;
-       inserted integer;
-     BEGIN
-       SELECT * INTO s FROM holdfast_sessions hs WHERE hs.session_id = p_session FOR SHARE;
-       now_ms := holdfast_now_ms();
-       IF s.session_id IS NULL OR s.expires_at <= now_ms OR s.token_hash IS DISTINCT FROM p_token_hash THEN
-         RETURN QUERY SELECT CASE WHEN s.session_id IS NULL OR s.expires_at <= now_ms THEN 'session_not_found' ELSE 'unauthenticated' END,
-           NULL::text, NULL::text, NULL::text, NULL::text, NULL::integer, NULL::bigint, NULL::bigint, NULL::text, NULL::text, NULL::integer;
-         RETURN;
-       END IF;
-       FOR attempt IN 1..20 LOOP
-         l := NULL;
-         SELECT * INTO l FROM holdfast_locks hl WHERE hl.key = p_key;
-         IF l.key IS NULL THEN
-           INSERT INTO holdfast_locks AS hl (key, session_id, owner, fencing_token, ttl_millis, granted_at, expires_at)
-           VALUES (p_key, p_session, s.owner, 0, p_ttl, now_ms, now_ms + p_ttl)
-           ON CONFLICT (key) DO NOTHING;
-           GET DIAGNOSTICS inserted = ROW_COUNT;
-           CONTINUE WHEN inserted = 0;
-           now_ms := holdfast_now_ms();
-           RETURN QUERY UPDATE holdfast_locks hl
-             SET fencing_token = nextval('holdfast_fencing_seq'), granted_at = now_ms, expires_at = now_ms + p_ttl, value = p_value
-             WHERE hl.key = p_key
-             RETURNING 'granted'::text, hl.key::text, hl.session_id, hl.owner, hl.fencing_token::text, hl.ttl_millis, hl.granted_at,
-                       hl.expires_at, hl.value, 'exclusive'::text, 1;
-           RETURN;
-         END IF;
-         IF l.mode IS NOT NULL THEN
-           SELECT * INTO a FROM holdfast_admit_holder(p_key, p_session, s.owner, p_ttl, p_value, 'exclusive', 1, NULL, NULL, NULL, NULL);
-           CONTINUE WHEN a.o_kind = 'retry';
-           IF a.o_kind = 'granted' THEN
-             RETURN QUERY UPDATE holdfast_locks hl SET fencing_token = nextval('holdfast_fencing_seq'), value = p_value WHERE hl.key = p_key
-               RETURNING 'granted'::text, hl.key::text, hl.session_id, hl.owner, hl.fencing_token::text, hl.ttl_millis, hl.granted_at,
-                         hl.expires_at, hl.value, 'exclusive'::text, 1;
-             RETURN;
-           END IF;
-           RETURN QUERY SELECT a.o_kind, (a.o_holder).key::text, (a.o_holder).session_id, (a.o_holder).owner,
-             (a.o_holder).fencing_token::text, (a.o_holder).ttl_millis, (a.o_holder).granted_at, (a.o_holder).expires_at,
-             (a.o_holder).value, a.o_mode, a.o_limit;
-           RETURN;
-         END IF;
-         now_ms := holdfast_now_ms();
-         IF l.expires_at > now_ms AND EXISTS (
-              SELECT 1 FROM holdfast_sessions x WHERE x.session_id = l.session_id AND x.expires_at > now_ms) THEN
-           RETURN QUERY SELECT CASE WHEN l.session_id = p_session THEN 'existing' ELSE 'held' END, l.key::text, l.session_id, l.owner,
-             l.fencing_token::text, l.ttl_millis, l.granted_at, l.expires_at, l.value, 'exclusive'::text, 1;
-           RETURN;
-         END IF;
-         l := NULL;
-         SELECT * INTO l FROM holdfast_locks hl WHERE hl.key = p_key FOR UPDATE;
-         CONTINUE WHEN l.key IS NULL OR l.mode IS NOT NULL;
-         now_ms := holdfast_now_ms();
-         IF l.expires_at > now_ms AND EXISTS (
-              SELECT 1 FROM holdfast_sessions x WHERE x.session_id = l.session_id AND x.expires_at > now_ms) THEN
-           RETURN QUERY SELECT CASE WHEN l.session_id = p_session THEN 'existing' ELSE 'held' END, l.key::text, l.session_id, l.owner,
-             l.fencing_token::text, l.ttl_millis, l.granted_at, l.expires_at, l.value, 'exclusive'::text, 1;
-           RETURN;
-         END IF;
-         -- Takeover, the row lock held: the token drawn now is answered after any earlier one. The new
-         -- token clears the previous holder's value (migration 12's trigger); this grant's own is set after it.
-         IF p_value IS NULL THEN
-           RETURN QUERY UPDATE holdfast_locks hl
-             SET session_id = p_session, owner = s.owner, fencing_token = nextval('holdfast_fencing_seq'),
-                 ttl_millis = p_ttl, granted_at = now_ms, expires_at = now_ms + p_ttl
-             WHERE hl.key = p_key
-             RETURNING 'granted'::text, hl.key::text, hl.session_id, hl.owner, hl.fencing_token::text, hl.ttl_millis, hl.granted_at,
-                       hl.expires_at, hl.value, 'exclusive'::text, 1;
-           RETURN;
-         END IF;
-         UPDATE holdfast_locks hl
-           SET session_id = p_session, owner = s.owner, fencing_token = nextval('holdfast_fencing_seq'),
-               ttl_millis = p_ttl, granted_at = now_ms, expires_at = now_ms + p_ttl
-           WHERE hl.key = p_key;
-         RETURN QUERY UPDATE holdfast_locks hl SET value = p_value WHERE hl.key = p_key
-           RETURNING 'granted'::text, hl.key::text, hl.session_id, hl.owner, hl.fencing_token::text, hl.ttl_millis, hl.granted_at,
-                     hl.expires_at, hl.value, 'exclusive'::text, 1;
-         RETURN;
-       END LOOP;
-       RETURN QUERY SELECT 'retry'::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::integer, NULL::bigint, NULL::bigint,
-         NULL::text, NULL::text, NULL::integer;
-     END
-     $$`,
+    ACQUIRE_ONE,
     // A hold as a lock row, for the previous release's functions (their answers are lock rows).
     `CREATE FUNCTION holdfast_hold_as_lock(h holdfast_holds) RETURNS holdfast_locks LANGUAGE sql IMMUTABLE AS $$
        SELECT h.key, h.session_id, h.owner, h.fencing_token, h.ttl_millis, h.granted_at, h.expires_at, h.value, NULL::text, NULL::integer
