@@ -27,8 +27,12 @@ import { countOutOfOrderAnswers, findDuplicateTokens, FencedHolderResource } fro
 const LIMIT = 3;
 const SESSIONS = 20;
 const CYCLES = 200;
-/** Each holder's work between its two writes: long enough that holders overlap, short enough to keep the run bounded. */
-const HOLD_MILLIS = 2;
+/**
+ * Each holder's work between its two writes: long enough that holders overlap on every store (etcd
+ * answers one key's grants one at a time per instance, a few milliseconds apart: with 2 ms holds it
+ * never had three inside at once), short enough to keep the run bounded.
+ */
+const HOLD_MILLIS = 20;
 /** Grants outlive any run: a permit ends by its release or by the test's kill, never by a lapse. */
 const LOCK_TTL = 120_000;
 /** A waiter waits server-side (woken by a release anywhere in the fleet), retrying within a budget that only bounds a failure. */

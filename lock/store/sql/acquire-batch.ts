@@ -58,7 +58,10 @@ const SINGLE_SQL = withWaitsEnded(`SELECT ${ANSWER_COLUMNS} FROM holdfast_acquir
 /** Runs `batch` in as few calls as keys allow (one, unless a key repeats); rows in request order. */
 export async function acquireInRounds(db: Queryable, batch: readonly AcquireRequest[]): Promise<AcquireRow[]> {
   const results: AcquireRow[] = new Array(batch.length);
-  let pending = batch.map((request, index) => ({ request, index }));
+  // A key's exclusive attempts go in its first rounds, its shared ones after (writer preference in
+  // the batch too): a writer decided behind a queue of readers would see them admitted first, and
+  // a writer's wait recorded in round one keeps the readers of later rounds out.
+  let pending = batch.map((request, index) => ({ request, index })).sort((a, b) => sharedLast(a.request) - sharedLast(b.request));
   while (pending.length > 0) {
     const seen = new Set<string>();
     const round: typeof pending = [];
@@ -82,6 +85,8 @@ export async function acquireInRounds(db: Queryable, batch: readonly AcquireRequ
   }
   return results;
 }
+
+const sharedLast = (request: AcquireRequest) => (request.mode === 'shared' ? 1 : 0);
 
 /** One call for a batch of distinct keys. */
 async function acquireOnce(db: Queryable, batch: readonly AcquireRequest[]): Promise<AcquireRow[]> {
