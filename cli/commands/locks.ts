@@ -51,8 +51,8 @@ export function registerLocks(program: Command, ctx: CliContext): Command {
       }
       const now = Date.now();
       ctx.print(page, (wide) => {
-        // KIND and HOLDERS (v3) come after the columns scripts already read by position.
-        const head = ['KEY', 'OWNER', 'SESSION', 'TOKEN', 'GRANTED', 'EXPIRES', 'WAITERS', 'KIND', 'HOLDERS', ...(wide ? ['GRANTED AT', 'EXPIRES AT'] : [])];
+        // KIND and HOLDERS (v3) come last, after every column scripts already read by position (wide's too).
+        const head = ['KEY', 'OWNER', 'SESSION', 'TOKEN', 'GRANTED', 'EXPIRES', 'WAITERS', ...(wide ? ['GRANTED AT', 'EXPIRES AT'] : []), 'KIND', 'HOLDERS'];
         // OWNER … EXPIRES: the holder with the lowest token (the oldest grant); `locks show KEY` lists every one.
         const rows = page.items.map((l) => [
           l.key,
@@ -62,9 +62,9 @@ export function registerLocks(program: Command, ctx: CliContext): Command {
           l.grantedAt ? timeAgo(l.grantedAt, now) : '',
           l.expiresAt ? relativeTime(l.expiresAt, now) : '',
           String(l.waiterCount),
+          ...(wide ? [iso(l.grantedAt), iso(l.expiresAt)] : []),
           lockKindOf(l),
           holdersOfLimit(l),
-          ...(wide ? [iso(l.grantedAt), iso(l.expiresAt)] : []),
         ]);
         return `${formatTable(head, rows)}${page.nextCursor ? `\nmore: --cursor ${page.nextCursor}` : ''}`;
       });
