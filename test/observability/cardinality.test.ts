@@ -96,7 +96,10 @@ test('10,000 keys and 2,000 sessions add no series, and no label value comes fro
   const after = seriesPerFamily(large);
   const stable = (m: Map<string, number>) => new Map([...m].filter(([name]) => !RUNTIME_TYPED.test(name)));
   expect(stable(after)).toEqual(stable(before));
-  expect([...after.keys()].sort()).toEqual([...before.keys()].sort());
+  // nodejs_active_requests has a series only while Node has a request in flight (a file read, a DNS
+  // lookup): its family comes and goes with the moment of the scrape, not with anything sent.
+  const named = (m: Map<string, number>) => [...m.keys()].filter((name) => name !== 'nodejs_active_requests').sort();
+  expect(named(after)).toEqual(named(before));
 
   // The lock_* series are exactly the table's closed sets for this backend.
   const budget = METRIC_SPECS.filter((s) => s.emitter === 'server').reduce((total, spec) => {
