@@ -223,7 +223,9 @@ describe.each(FLEET_STORES)('rolling upgrade from the previous release on %s', (
     expect(newFleetTokens.length).toBeGreaterThan(0);
     const highestOld = oldFleetTokens.reduce((a, b) => (a > b ? a : b));
     expect(newFleetTokens.filter((t) => t <= highestOld)).toEqual([]);
-    expect(workload.serverErrors()).toEqual([]);
+    // A 500 names its cause in that instance's `request_failed` lines (C4), shown with the failure.
+    const failedRequests = servers.flatMap((s) => s.output().split('\n').filter((line) => line.includes('"request_failed"')).map((line) => `${s.url}: ${line.slice(0, 600)}`));
+    expect(workload.serverErrors(), failedRequests.join('\n')).toEqual([]);
     const ends = Object.fromEntries(workload.acquireEnds);
     // Every acquire ended in a grant or not-granted within its budget: no hang, and no error surfaced to the caller
     // (a draining instance's 503 is sent on to the other address by the SDK, inside the call's budget).
