@@ -6,6 +6,7 @@
  */
 import { Type, type Static } from 'typebox';
 import { HOLD_OUTCOMES } from './metric-table.js';
+import { MULTI_HOLDER_KINDS } from './wire-rules.js';
 import { FencingTokenSchema, SessionIdSchema, StringEnum, type AuditEntry } from './records.js';
 
 const strictObject = <P extends Parameters<typeof Type.Object>[0]>(properties: P, description?: string) =>
@@ -60,6 +61,12 @@ export const WaitEdgeSchema = strictObject({
   holderSessionId: Type.Union([SessionIdSchema, Type.Null()], { description: "null until the waiter's first try saw the holder" }),
   waiterOwner: Type.Optional(Type.String({ description: "the waiting session's owner (L1 owner), when known" })),
   holderOwner: Type.Optional(Type.String({ description: "the holding session's owner, when known" })),
+  holderKind: Type.Optional(
+    StringEnum(
+      MULTI_HOLDER_KINDS,
+      'present when the key admits several holders: one edge to each of them. A cycle through such an edge need not be a deadlock (any one holder leaving frees the waiter), so `cycles` leaves these edges out',
+    ),
+  ),
 });
 export type WaitEdge = Static<typeof WaitEdgeSchema>;
 

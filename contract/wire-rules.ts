@@ -174,6 +174,9 @@ export function visibleMultilineValue(value: string): string {
 /** C4 (v3): what a grant is, never which key: a mutex, a semaphore permit (limit > 1), or a shared grant. */
 export const LOCK_KINDS = ['mutex', 'semaphore', 'shared'] as const;
 export type LockKind = (typeof LOCK_KINDS)[number];
+/** The kinds of a key that admits several holders. */
+export const MULTI_HOLDER_KINDS = ['semaphore', 'shared'] as const satisfies readonly LockKind[];
+export type MultiHolderKind = (typeof MULTI_HOLDER_KINDS)[number];
 
 /**
  * The one rule naming a grant's kind: the metrics' `kind` label, the console's and the CLI's kind
@@ -182,6 +185,12 @@ export type LockKind = (typeof LOCK_KINDS)[number];
 export function lockKindOf(holding: { mode?: string | undefined; limit?: number | undefined }): LockKind {
   if (holding.mode === 'shared') return 'shared';
   return (holding.limit ?? 1) > 1 ? 'semaphore' : 'mutex';
+}
+
+/** A key's kind when it admits several holders; undefined for a mutex. */
+export function multiHolderKindOf(holding: { mode?: string | undefined; limit?: number | undefined }): MultiHolderKind | undefined {
+  const kind = lockKindOf(holding);
+  return kind === 'mutex' ? undefined : kind;
 }
 
 /** What an acquire asks to hold (v3): a shared grant counts as one holder, so its limit is 1. */

@@ -2,7 +2,9 @@
 /**
  * The wait-for graph drawn as SVG: sessions on a circle, an arrow from each
  * waiting session to the session holding the key it waits for (labelled with
- * the key), and every session and arrow of a cycle (deadlock) in red.
+ * the key), and every session and arrow of a cycle (deadlock) in red. A wait on a
+ * key that admits several holders (a semaphore, a shared lock) has a dashed arrow
+ * to each holder: any one of them leaving frees it, so it closes no deadlock.
  */
 import type { WaitEdge } from '../lib/insight-types';
 import { shortId } from '../lib/format';
@@ -25,7 +27,7 @@ export function WaitGraphSvg({ items, cycles }: { items: WaitEdge[]; cycles: str
     }),
   );
   const inCycle = (w: WaitEdge) =>
-    w.holderSessionId !== null && cycleOf.has(w.waiterSessionId) && cycleOf.get(w.waiterSessionId) === cycleOf.get(w.holderSessionId);
+    w.holderSessionId !== null && w.holderKind === undefined && cycleOf.has(w.waiterSessionId) && cycleOf.get(w.waiterSessionId) === cycleOf.get(w.holderSessionId);
   return (
     <svg
       className="wait-graph"
@@ -64,12 +66,13 @@ export function WaitGraphSvg({ items, cycles }: { items: WaitEdge[]; cycles: str
         const ly = (sy + ey) / 4 + cy / 2 + ny * 6 + 4;
         const anchor = nx > 0.3 ? 'start' : nx < -0.3 ? 'end' : 'middle';
         return (
-          <g key={`${w.waiterSessionId}-${w.key}-${i}`} data-testid="wait-edge" data-cycle={cycle ? 'yes' : 'no'} data-key={w.key}>
+          <g key={`${w.waiterSessionId}-${w.key}-${i}`} data-testid="wait-edge" data-cycle={cycle ? 'yes' : 'no'} data-key={w.key} data-kind={w.holderKind ?? 'mutex'}>
             <path
               d={`M ${sx} ${sy} Q ${cx} ${cy} ${ex} ${ey}`}
               fill="none"
               stroke={cycle ? '#ff6b6b' : '#8ea3b8'}
               strokeWidth={cycle ? 2.5 : 1.5}
+              strokeDasharray={w.holderKind ? '5 4' : undefined}
               markerEnd={cycle ? 'url(#arrow-cycle)' : 'url(#arrow)'}
             />
             <text x={lx} y={ly} className="wait-label" textAnchor={anchor} fill={cycle ? '#ffb4b1' : '#c9d4df'}>

@@ -9,6 +9,7 @@ import type { EventContext, LockEvents } from '../../contract/lock-events.js';
 import type { WaitOutcome } from '../../contract/metric-table.js';
 import type { LockMode } from '../../contract/records.js';
 import { holdingOf, isMutex } from './grants.js';
+import { multiHolderKindOf } from '../../contract/wire-rules.js';
 import type { HeldLock, SessionCredential, TryAcquireResult, WaitToRecord } from '../store/spi.js';
 import type { Clock } from './clock.js';
 import type { ContentionAnswers } from './contention-answers.js';
@@ -225,10 +226,9 @@ export class AcquireWait {
   /** The store checked the session token and found the key held: from now on the wait counts. */
   admit(holder: HeldLock | null): void {
     if (holder && holder.sessionId !== this.req.session.sessionId) this.sawHeldByOther = true;
-    // A wait-for edge only to a mutex key's holder (spi.ts "Multi-holder keys"): a key that admits
-    // several holders frees up when any one leaves, so a cycle through it need not be a deadlock.
-    if (holder && !isMutex(holder)) this.waiter.holderSessionId = null;
-    else this.waiter.holderSessionId = holder?.sessionId ?? this.waiter.holderSessionId;
+    // An edge to a key that admits several holders is marked, and never decides a deadlock (wait-graph.ts canDeadlock).
+    if (holder) this.waiter.holderKind = multiHolderKindOf(holder);
+    this.waiter.holderSessionId = holder?.sessionId ?? this.waiter.holderSessionId;
     if (this.waiter.admitted) return;
     const sessionId = this.req.session.sessionId;
     if (this.deps.waiters.countForSession(sessionId) >= this.deps.contention.maxWaitsPerSession) {

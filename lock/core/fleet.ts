@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { FleetWaitState } from '../store/spi.js';
 import { chooseDeadlockVictims, DEFAULT_DEADLOCK_LIMITS } from './deadlock.js';
+import { canDeadlock } from './wait-graph.js';
 import { countCycles, type Waiter, type WaiterRegistry } from './waiters.js';
 
 export interface FleetOptions {
@@ -83,6 +84,7 @@ export class FleetCoordinator {
     const edges = await this.store.waitForEdges(this.maxEdges);
     const graph = new Map<string, Set<string>>();
     for (const e of edges) {
+      if (!canDeadlock(e)) continue;
       let set = graph.get(e.sessionId);
       if (!set) graph.set(e.sessionId, (set = new Set()));
       set.add(e.holderSessionId);

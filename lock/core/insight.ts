@@ -154,6 +154,7 @@ export class LockInsight {
       holderSessionId: edge.holderSessionId,
       ...(edge.owner !== undefined ? { waiterOwner: edge.owner } : {}),
       ...(edge.holderOwner !== undefined ? { holderOwner: edge.holderOwner } : {}),
+      ...(edge.holderKind !== undefined ? { holderKind: edge.holderKind } : {}),
     }));
     return { scope: 'fleet', items, cycles: findCycles(items), broken: [...this.broken] };
   }

@@ -8,6 +8,15 @@ import type { WaitEdge } from '../../contract/insight.js';
 export type { WaitEdge };
 
 /**
+ * Whether an edge can be part of a deadlock: a wait for a mutex key's holder. A key that admits
+ * several holders frees up when any one of them leaves, so a cycle through it need not be one
+ * (spi.ts "Multi-holder keys"); the operator still sees its edges.
+ */
+export function canDeadlock(edge: { holderKind?: string | undefined }): boolean {
+  return edge.holderKind === undefined;
+}
+
+/**
  * The sessions of each cycle: strongly connected components (Tarjan) with more
  * than one session, or one session waiting for itself. Each cycle lists its
  * sessions sorted; cycles are sorted by their first session, for stable answers.
@@ -15,7 +24,7 @@ export type { WaitEdge };
 export function findCycles(waits: readonly WaitEdge[]): string[][] {
   const edges = new Map<string, Set<string>>();
   for (const w of waits) {
-    if (!w.holderSessionId) continue;
+    if (!w.holderSessionId || !canDeadlock(w)) continue;
     let targets = edges.get(w.waiterSessionId);
     if (!targets) edges.set(w.waiterSessionId, (targets = new Set()));
     targets.add(w.holderSessionId);

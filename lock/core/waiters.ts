@@ -15,7 +15,8 @@ import { MUTEX, type LockMode } from '../../contract/records.js';
  * therefore cannot charge or fake anything (issue 24).
  */
 import type { HandedGrant, HeldLock } from '../store/spi.js';
-import type { WaitEdge } from './wait-graph.js';
+import { canDeadlock, type WaitEdge } from './wait-graph.js';
+import type { MultiHolderKind } from '../../contract/wire-rules.js';
 
 export class Waiter {
   /** Aborted when the waiter's own session ends. */
@@ -51,6 +52,9 @@ export class Waiter {
     readonly sessionId: string,
     public holderSessionId: string | null,
   ) {}
+
+  /** Set while the key admits several holders (holderSessionId is then its lowest-token one). */
+  holderKind: MultiHolderKind | undefined;
 
   /** How many local releases of the key this waiter has been told of; read it before each try. */
   get releasesSeen(): number {
@@ -155,7 +159,9 @@ export class WaiterRegistry {
   snapshot(): WaitEdge[] {
     const waits: WaitEdge[] = [];
     for (const set of this.admittedByKey.values()) {
-      for (const w of set) waits.push({ waiterSessionId: w.sessionId, key: w.key, holderSessionId: w.holderSessionId });
+      for (const w of set) {
+        waits.push({ waiterSessionId: w.sessionId, key: w.key, holderSessionId: w.holderSessionId, ...(w.holderKind ? { holderKind: w.holderKind } : {}) });
+      }
     }
     return waits;
   }
@@ -214,7 +220,7 @@ export class WaiterRegistry {
   deadlockCycles(): number {
     const edges = new Map<string, Set<string>>();
     for (const set of this.admittedByKey.values()) {
-      for (const w of set) if (w.holderSessionId) addTo(edges, w.sessionId, w.holderSessionId);
+      for (const w of set) if (w.holderSessionId && canDeadlock(w)) addTo(edges, w.sessionId, w.holderSessionId);
     }
     return countCycles(edges);
   }

@@ -50,9 +50,10 @@
  *     live grant by token) when the key admits more than one. forceRevoke ends the grant
  *     `expectedFencingToken` names, or else the lowest-token one: one permit at a time.
  *   - Only a mutex wait (exclusive, limit 1) is handed a key: core records a wait for a shared or
- *     limit > 1 grant without ttlMillis, so it wakes and tries. Wait-for edges (waitForEdges,
- *     resolveDeadlocks) name holders of mutex keys only: a cycle through a key that admits several
- *     holders need not be a deadlock.
+ *     limit > 1 grant without ttlMillis, so it wakes and tries. resolveDeadlocks decides on edges to
+ *     holders of mutex keys only: a cycle through a key that admits several holders need not be a
+ *     deadlock. waitForEdges (the operator's view) also answers a wait on such a key, with one edge
+ *     to each of its live grants marked with the key's `holderKind`.
  *
  * Waiting for a release is an optional capability of a store (`releaseWaiter`, or
  * `releaseFeed`); so is the fleet-wide wait state (`fleet`). Each is a property fixed when the
@@ -117,6 +118,7 @@ import type {
 } from './spi-records.js';
 
 import type { ConsoleRecordStore } from './console-records.js';
+import type { MultiHolderKind } from '../../contract/wire-rules.js';
 
 export type * from './spi-records.js';
 export type { ConsoleRecord, ConsoleRecordStore } from './console-records.js';
@@ -315,6 +317,8 @@ export interface WaitEdge {
   /** Owners for the operator's view (waitForEdges answers them; resolveDeadlocks need not). */
   owner?: string;
   holderOwner?: string;
+  /** Set on an edge to one grant of a key that admits several holders (waitForEdges only); absent: a mutex. */
+  holderKind?: MultiHolderKind;
 }
 
 /** A wait chosen to answer DEADLOCK_DETECTED, with the cycle it closed. */

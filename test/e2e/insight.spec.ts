@@ -133,15 +133,61 @@ test('overview truth: waiters, contention and session loss equal the workload on
   await expect(page.locator('[data-testid="wait-edge"][data-cycle="yes"]')).toHaveCount(0);
   await expect(page.getByTestId('deadlock-banner')).toHaveCount(0);
 
+  // The key's page: who waits for it and for whom, by owner, from the same fleet-wide wait state.
+  await page.getByTestId('wait-row').first().getByRole('link', { name: 'truth/hot' }).click();
+  await expect(page.getByTestId('key-wait-row')).toHaveCount(WAITERS, WITHIN_REFRESH);
+  for (let i = 0; i < WAITERS; i += 1) await expect(page.getByTestId('key-waits-table')).toContainText(`truth-waiter-${i}`);
+  await expect(page.getByTestId('key-wait-holder')).toHaveCount(WAITERS);
+  for (const cell of await page.getByTestId('key-wait-holder').all()) await expect(cell).toContainText('truth-holder');
+
   // Closing the waiters' sessions ends their waits (closed is not a session loss).
   await Promise.all(waiterSessions.map((s) => api.closeSession(s)));
   expect((await Promise.all(waits)).map((answer) => answer.status)).toEqual(waiterSessions.map(() => 404));
-  await expect(page.getByTestId('wait-row')).toHaveCount(0, WITHIN_REFRESH);
+  await expect(page.getByTestId('key-wait-row')).toHaveCount(0, WITHIN_REFRESH);
   await page.getByRole('link', { name: 'Overview', exact: true }).click();
   await expect.poll(() => figure(page, 'fig-waiters'), WITHIN_REFRESH).toBe('0');
   await expect.poll(() => figure(page, 'fig-session-loss'), WITHIN_REFRESH).toBe(perMinuteRate(lost));
   await api.closeSession(contender);
   await api.closeSession(holder);
+});
+
+test('a wait for a semaphore permit: a dashed arrow to each holder, never a deadlock, and the key page names them all', async ({ page }) => {
+  test.setTimeout(120_000);
+  const key = 'pool/replica-slots';
+  const holders = await Promise.all(['slot-holder-a', 'slot-holder-b'].map((owner) => api.openSession(owner, 120_000)));
+  for (const sessionId of holders) {
+    const granted = await api.call('POST', `/v1/locks/${encodeURIComponent(key)}/acquire`, { sessionId, limit: 2 }, { session: sessionId });
+    expect(granted.status).toBe(200);
+  }
+  const waiter = await api.openSession('slot-waiter', 120_000);
+  // Asked again whenever a whole wait passes (a slow machine may take longer than one to get here).
+  const wait = (async () => {
+    for (;;) {
+      const answer = await api.call('POST', `/v1/locks/${encodeURIComponent(key)}/acquire`, { sessionId: waiter, limit: 2, waitMillis: 30_000 }, { session: waiter });
+      if (answer.status !== 409) return answer;
+    }
+  })();
+
+  await signInWithForm(page, e2e.operatorToken, stack.consoleUrl);
+  await page.getByRole('link', { name: 'Waits', exact: true }).click();
+  const edges = page.locator(`[data-testid="wait-edge"][data-key="${key}"]`);
+  await expect(edges).toHaveCount(2, WITHIN_REFRESH);
+  await expect(edges.and(page.locator('[data-kind="semaphore"][data-cycle="no"]'))).toHaveCount(2);
+  await expect(page.getByTestId('wait-holder-kind')).toHaveText(['semaphore', 'semaphore']);
+  await expect(page.getByTestId('deadlock-banner')).toHaveCount(0);
+
+  await page.getByTestId('wait-row').first().getByRole('link', { name: key }).click();
+  await expect(page.getByTestId('key-wait-row')).toHaveCount(1, WITHIN_REFRESH);
+  await expect(page.getByTestId('key-wait-row')).toContainText('slot-waiter');
+  await expect(page.getByTestId('key-wait-holder')).toHaveCount(2);
+  await expect(page.getByTestId('key-waits-table')).toContainText('slot-holder-a');
+  await expect(page.getByTestId('key-waits-table')).toContainText('slot-holder-b');
+
+  // One holder leaves: the waiter gets its permit, and the page shows nobody waiting.
+  await api.closeSession(holders[0]!);
+  expect((await wait).status).toBe(200);
+  await expect(page.getByTestId('key-wait-row')).toHaveCount(0, WITHIN_REFRESH);
+  await Promise.all([api.closeSession(holders[1]!), api.closeSession(waiter)]);
 });
 
 test('kill a session from the sessions page: its locks are freed and the audit entry names who and why', async ({ page }) => {

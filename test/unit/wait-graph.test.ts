@@ -49,3 +49,28 @@ test('the registry lists its waits and agrees with its own cycle count', () => {
   expect(registry.snapshot()).toHaveLength(2);
   expect(findCycles(registry.snapshot())).toEqual([]);
 });
+
+test('a wait for a key that admits several holders is listed, marked, and closes no cycle', () => {
+  const waits = [
+    { waiterSessionId: 'A', key: 'mutex', holderSessionId: 'B' },
+    { waiterSessionId: 'B', key: 'pool', holderSessionId: 'A', holderKind: 'semaphore' as const },
+    { waiterSessionId: 'B', key: 'pool', holderSessionId: 'C', holderKind: 'semaphore' as const },
+  ];
+  expect(findCycles(waits)).toEqual([]);
+  // The same loop through a mutex is a deadlock.
+  expect(findCycles([waits[0]!, { waiterSessionId: 'B', key: 'pool', holderSessionId: 'A' }])).toEqual([['A', 'B']]);
+
+  const registry = new WaiterRegistry();
+  admitted(registry, 'mutex', 'A', 'B');
+  const permitWait = admitted(registry, 'pool', 'B', 'A');
+  permitWait.holderKind = 'shared';
+  expect(registry.snapshot()).toEqual(
+    expect.arrayContaining([
+      { waiterSessionId: 'A', key: 'mutex', holderSessionId: 'B' },
+      { waiterSessionId: 'B', key: 'pool', holderSessionId: 'A', holderKind: 'shared' },
+    ]),
+  );
+  expect(registry.deadlockCycles()).toBe(0);
+  permitWait.holderKind = undefined;
+  expect(registry.deadlockCycles()).toBe(1);
+});

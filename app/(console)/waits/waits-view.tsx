@@ -12,6 +12,7 @@ import Link from 'next/link';
 import { useWaitGraph } from '../../components/insight-queries';
 import { LiveControl } from '../../components/live';
 import { Empty, ErrorState, Loading } from '../../components/query-state';
+import { SessionName } from '../../components/session-name';
 import { WaitGraphSvg } from '../../components/wait-graph-svg';
 
 export function WaitsView() {
@@ -27,7 +28,8 @@ export function WaitsView() {
         Acquires waiting for a key another session holds, on {data?.scope === 'instance' ? 'this server instance' : 'every server instance sharing the store'}. An arrow goes from the waiting session to the
         holder; a cycle of arrows (in red) is a deadlock: none of its sessions can get what it waits for until one gives up.
         Holdfast breaks a deadlock by answering the youngest wait in it <code>409 DEADLOCK_DETECTED</code> (it keeps what it
-        holds); those are listed below.
+        holds); those are listed below. A wait on a semaphore or a shared lock has a dashed arrow to each of its holders: any
+        one of them leaving lets it in, so such a wait closes no deadlock.
       </p>
       {graph.isError ? <ErrorState error={graph.error} what="the waits" /> : null}
       {graph.isPending ? <Loading what="the waits" /> : null}
@@ -86,6 +88,11 @@ export function WaitsView() {
                     </td>
                     <td className="session-cell">
                       {w.holderSessionId ? <SessionName sessionId={w.holderSessionId} owner={w.holderOwner} /> : <span className="muted">(not seen yet)</span>}
+                      {w.holderKind ? (
+                        <span className="badge" data-testid="wait-holder-kind" title="one of the key's holders: any one leaving lets the waiter in">
+                          {w.holderKind}
+                        </span>
+                      ) : null}
                     </td>
                   </tr>
                 ))}
@@ -94,16 +101,6 @@ export function WaitsView() {
           </div>
         </div>
       ) : null}
-    </>
-  );
-}
-
-/** A session as its owner (what people recognise) over its id (what the CLI and logs name). */
-function SessionName({ sessionId, owner }: { sessionId: string; owner: string | undefined }) {
-  return (
-    <>
-      {owner !== undefined ? <span data-testid="session-owner">{owner}</span> : null}
-      <div className="mono muted">{sessionId}</div>
     </>
   );
 }

@@ -12,6 +12,7 @@ import type { EtcdFleetContext, FleetReads, WaitRow } from './fleet-reads.js';
 import { createRevisionIs, getOp, modRevisionIs, prefixRange, putOp, rangeResult } from './ops.js';
 import { isAnchor } from './holders.js';
 import { decodeLock } from './records.js';
+import { multiHolderKindOf } from '../../../contract/wire-rules.js';
 
 /** What an edge was decided on: compared again when its verdict is written. */
 interface EdgeEvidence {
@@ -21,6 +22,12 @@ interface EdgeEvidence {
   lockModRevision: string;
   holderSessionKey: Buffer;
   holderSessionRevision: string;
+}
+
+interface LiveWait {
+  wait: WaitRow;
+  /** Already chosen as a deadlock victim. */
+  victim: boolean;
 }
 
 /** A verdict txn compares its whole cycle up to this many ops; a longer ring compares only its victim. */
@@ -34,9 +41,15 @@ export class DeadlockVerdicts {
     private readonly instanceLeases: ReadonlyMap<string, string>,
   ) {}
 
-  /** With owners (the operator's view): the holder's from its lock record, the waiter's from its session. */
+  /**
+   * The operator's view, with owners (the holder's from its grant record, the waiter's from its
+   * session): the edges deadlocks are decided on, and a wait on a key that admits several holders
+   * with an edge to each live grant, marked with the key's kind.
+   */
   async waitForEdges(limit: number): Promise<WaitEdge[]> {
-    const edges = (await this.readEdges(limit)).map((e) => e.edge);
+    const live = await this.liveWaits(limit);
+    const [mutex, holds] = await Promise.all([this.mutexEdges(live), this.holdEdges(live)]);
+    const edges = [...mutex.map((e) => e.edge), ...holds].sort((a, b) => a.startedAt - b.startedAt).slice(0, limit);
     const waiting = [...new Set(edges.map((e) => e.sessionId))];
     const sessions = await Promise.all(waiting.map((sessionId) => this.ctx.knownSession(sessionId).catch(() => null)));
     const owners = new Map(waiting.map((sessionId, i) => [sessionId, sessions[i]?.session.owner]));
@@ -50,7 +63,7 @@ export class DeadlockVerdicts {
     const checker = await this.claimChecker();
     if (!checker) return null;
     // Waits already chosen are left out: their cycle is broken once they answer.
-    const evidence = (await this.readEdges(limit)).filter((e) => !e.edge.victim);
+    const evidence = (await this.mutexEdges(await this.liveWaits(limit))).filter((e) => !e.edge.victim);
     const verdicts = decide(evidence.map((e) => e.edge));
     const bySessionKey = new Map(evidence.map((e) => [`${e.edge.sessionId}\0${e.edge.key}`, e]));
     const byWait = new Map(evidence.map((e) => [e.edge.waitId, e]));
@@ -126,10 +139,17 @@ export class DeadlockVerdicts {
     return kv && kv.value.toString('utf8') === instanceId ? String(kv.create_revision) : null;
   }
 
-  private async readEdges(limit: number): Promise<EdgeEvidence[]> {
+  private async liveWaits(limit: number): Promise<LiveWait[]> {
     const { waits, instances, verdicts } = await this.reads.readWaits(limit);
     const live = await this.reads.liveWaits(waits, instances);
-    if (live.length === 0) return [];
+    return live.map((wait) => ({ wait, victim: verdicts.has(`${wait.stored.instanceId}\0${wait.stored.waitId}`) }));
+  }
+
+  /** Each live wait on a mutex key with a live holder of another session, with the evidence a verdict compares. */
+  private async mutexEdges(liveWaits: readonly LiveWait[]): Promise<EdgeEvidence[]> {
+    if (liveWaits.length === 0) return [];
+    const live = liveWaits.map((w) => w.wait);
+    const victims = new Set(liveWaits.filter((w) => w.victim).map((w) => w.wait));
     const lockKeys = [...new Set(live.map((w) => w.stored.key))];
     const locks = await this.reads.readKeys(lockKeys.map((key) => this.ctx.keys.lock(key)));
     const holders = new Map<string, { row: ReturnType<typeof decodeLock>; kv: IKeyValue }>();
@@ -154,7 +174,7 @@ export class DeadlockVerdicts {
           holderSessionId: stored.sessionId,
           instanceId: wait.stored.instanceId,
           startedAt: Number(wait.createRevision),
-          victim: verdicts.has(`${wait.stored.instanceId}\0${wait.stored.waitId}`),
+          victim: victims.has(wait),
           holderOwner: stored.owner,
         },
         wait,
@@ -163,6 +183,40 @@ export class DeadlockVerdicts {
         holderSessionKey: this.ctx.keys.session(stored.sessionId),
         holderSessionRevision: stored.sessionRevision,
       });
+    }
+    return edges;
+  }
+
+  /** Each live wait on a key that admits several holders: an edge to each live grant of another session. */
+  private async holdEdges(liveWaits: readonly LiveWait[]): Promise<WaitEdge[]> {
+    const keys = [...new Set(liveWaits.map((w) => w.wait.stored.key))];
+    const anchors = await this.reads.readKeys(keys.map((key) => this.ctx.keys.lock(key)));
+    const multiHolderKeys = keys.filter((_, i) => anchors[i] !== undefined && isAnchor(anchors[i]!));
+    if (multiHolderKeys.length === 0) return [];
+    const grants = (
+      await Promise.all(
+        multiHolderKeys.map(async (key) => (await range(this.ctx.etcd(), prefixRange(this.ctx.keys.holdersOf(key)))).kvs.map((kv) => decodeLock(key, kv))),
+      )
+    ).flat();
+    const liveSessions = await this.reads.sessionRevisions(grants.map((g) => g.stored.sessionId));
+    const liveGrants = grants.filter((g) => liveSessions.get(g.stored.sessionId) === g.stored.sessionRevision);
+    const edges: WaitEdge[] = [];
+    for (const { wait, victim } of liveWaits) {
+      for (const grant of liveGrants) {
+        if (grant.lock.key !== wait.stored.key || grant.stored.sessionId === wait.stored.sessionId) continue;
+        const holderKind = multiHolderKindOf(grant.lock);
+        edges.push({
+          waitId: wait.stored.waitId,
+          sessionId: wait.stored.sessionId,
+          key: wait.stored.key,
+          holderSessionId: grant.stored.sessionId,
+          instanceId: wait.stored.instanceId,
+          startedAt: Number(wait.createRevision),
+          victim,
+          holderOwner: grant.stored.owner,
+          ...(holderKind ? { holderKind } : {}),
+        });
+      }
     }
     return edges;
   }

@@ -13,6 +13,7 @@ import { LIVE_LOCK, QUALIFIED_LOCK_COLUMNS, toLock } from './sql-rows.js';
 import type { Row, SqlDatabase } from './queryable.js';
 import { StatementBatcher } from '../statement-batcher.js';
 import { MUTEX, type LockMode } from '../../../contract/records.js';
+import { multiHolderKindOf } from '../../../contract/wire-rules.js';
 
 interface WaitRecord {
   waitId: string;
@@ -36,18 +37,35 @@ const LIVE_WAIT = (w: string, now: string) =>
    AND EXISTS (SELECT 1 FROM holdfast_instances i WHERE i.instance_id = ${w}.instance_id AND i.expires_at > ${now})
    AND EXISTS (SELECT 1 FROM holdfast_sessions s WHERE s.session_id = ${w}.session_id AND s.expires_at > ${now})`;
 
-const EDGES = (onlyUnresolved: boolean) => `
-  WITH n AS (SELECT holdfast_now_ms() AS now)
+/** Live waits with a live holder of their mutex key: what deadlocks are decided on. */
+const MUTEX_EDGES = (onlyUnresolved: boolean) => `
   SELECT w.wait_id, w.session_id, w.key, w.instance_id, w.started_at, w.victim_cycle IS NOT NULL AS victim,
-         l.session_id AS holder_session_id, l.owner AS holder_owner,
-         (SELECT ws.owner FROM holdfast_sessions ws WHERE ws.session_id = w.session_id) AS owner
+         l.session_id AS holder_session_id, l.owner AS holder_owner, NULL::text AS mode, NULL::integer AS holder_limit
   FROM holdfast_waiters w CROSS JOIN n
   JOIN holdfast_locks l ON l.key = w.key
   WHERE ${LIVE_WAIT('w', 'n.now')}
     AND l.session_id <> w.session_id AND l.expires_at > n.now
     AND EXISTS (SELECT 1 FROM holdfast_sessions hs WHERE hs.session_id = l.session_id AND hs.expires_at > n.now)
-    ${onlyUnresolved ? 'AND w.victim_cycle IS NULL' : ''}
-  ORDER BY w.started_at, w.wait_id
+    ${onlyUnresolved ? 'AND w.victim_cycle IS NULL' : ''}`;
+
+/** Live waits on a key that admits several holders: an edge to each of its live grants (the operator's view only). */
+const HOLD_EDGES = `
+  SELECT w.wait_id, w.session_id, w.key, w.instance_id, w.started_at, w.victim_cycle IS NOT NULL AS victim,
+         h.session_id AS holder_session_id, h.owner AS holder_owner, a.mode, a.holder_limit
+  FROM holdfast_waiters w CROSS JOIN n
+  JOIN holdfast_locks a ON a.key = w.key AND a.mode IS NOT NULL
+  JOIN holdfast_holds h ON h.key = w.key
+  WHERE ${LIVE_WAIT('w', 'n.now')}
+    AND h.session_id <> w.session_id AND h.expires_at > n.now
+    AND EXISTS (SELECT 1 FROM holdfast_sessions hs WHERE hs.session_id = h.session_id AND hs.expires_at > n.now)`;
+
+const DEADLOCK_EDGES = `WITH n AS (SELECT holdfast_now_ms() AS now) ${MUTEX_EDGES(true)} ORDER BY started_at, wait_id LIMIT $1`;
+
+const OPERATOR_EDGES = `
+  WITH n AS (SELECT holdfast_now_ms() AS now),
+  e AS (${MUTEX_EDGES(false)} UNION ALL ${HOLD_EDGES})
+  SELECT e.*, (SELECT ws.owner FROM holdfast_sessions ws WHERE ws.session_id = e.session_id) AS owner
+  FROM e ORDER BY e.started_at, e.wait_id, e.holder_session_id
   LIMIT $1`;
 
 export class SqlFleet implements FleetWaitState, ReleaseFeed {
@@ -189,7 +207,7 @@ export class SqlFleet implements FleetWaitState, ReleaseFeed {
   }
 
   async waitForEdges(limit: number): Promise<WaitEdge[]> {
-    return (await this.db.query(EDGES(false), [limit])).map(toEdge);
+    return (await this.db.query(OPERATOR_EDGES, [limit])).map(toEdge);
   }
 
   async resolveDeadlocks(limit: number, decide: (edges: readonly WaitEdge[]) => DeadlockVerdict[]): Promise<DeadlockVerdict[] | null> {
@@ -198,7 +216,7 @@ export class SqlFleet implements FleetWaitState, ReleaseFeed {
       const got = await tx.query('SELECT pg_try_advisory_xact_lock($1) AS got', [DEADLOCK_CHECK_LOCK]);
       if (got[0]!.got !== true) return null;
       // Waits already chosen are left out: their cycle is broken once they answer.
-      const edges = (await tx.query(EDGES(true), [limit])).map(toEdge);
+      const edges = (await tx.query(DEADLOCK_EDGES, [limit])).map(toEdge);
       const verdicts = decide(edges);
       if (verdicts.length > 0) {
         await tx.query(
@@ -257,6 +275,13 @@ function toHandedGrant(r: Record<string, unknown>): HandedGrant {
   };
 }
 
+/** The edge's mark when its key admits several holders (its anchor's mode and limit). */
+function holderKindOf(r: Row): Pick<WaitEdge, 'holderKind'> {
+  if (r.mode === null || r.mode === undefined) return {};
+  const holderKind = multiHolderKindOf({ mode: String(r.mode), limit: Number(r.holder_limit) });
+  return holderKind ? { holderKind } : {};
+}
+
 function toEdge(r: Row): WaitEdge {
   return {
     waitId: String(r.wait_id),
@@ -268,5 +293,6 @@ function toEdge(r: Row): WaitEdge {
     victim: r.victim === true,
     ...(r.owner !== null && r.owner !== undefined ? { owner: String(r.owner) } : {}),
     ...(r.holder_owner !== null && r.holder_owner !== undefined ? { holderOwner: String(r.holder_owner) } : {}),
+    ...holderKindOf(r),
   };
 }

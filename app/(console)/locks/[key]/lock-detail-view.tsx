@@ -1,5 +1,8 @@
 'use client';
-/** One lock: every holder now, with its token and value (L7), its recent grants and ends, and every admin action ever taken on the key. */
+/**
+ * One lock: every holder now, with its token and value (L7), who waits for it across the fleet, its
+ * recent grants and ends, and every admin action ever taken on the key.
+ */
 import Link from 'next/link';
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
@@ -15,6 +18,7 @@ import { LockValue } from '../../../components/lock-value';
 import { RevokeDialog } from '../../../components/revoke-dialog';
 import { TtlCountdown } from '../../../components/ttl';
 import { KeyHistory } from './key-history';
+import { KeyWaits } from './key-waits';
 
 export function LockDetailView({ lockKey }: { lockKey: string }) {
   const { refetchInterval } = useLive();
@@ -81,6 +85,7 @@ export function LockDetailView({ lockKey }: { lockKey: string }) {
           )}
         </section>
       ) : null}
+      <KeyWaits lockKey={lockKey} />
       <KeyHistory lockKey={lockKey} now={now} />
       <h2>Audit entries for this key</h2>
       {audit.isError ? <ErrorState error={audit.error} what="the audit entries" /> : null}
