@@ -91,6 +91,9 @@ beforeAll(async () => {
       });
     });
   });
+  // The lock server's own idle keep-alive (Fastify's 72 s), not node's 5 s: the console's fetch keeps idle
+  // sockets 4 s, and on a busy machine node's close of one it was about to reuse surfaced as ECONNRESET.
+  server.keepAliveTimeout = 72_000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   process.env.HOLDFAST_URL = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
