@@ -20,6 +20,7 @@
  * out as the `Authorization` header of this session's own L2–L6 calls; it is
  * never logged, thrown, traced or exposed on the session or its handles.
  */
+import { assertKnownAcquireOptions, type AcquireOptions } from './acquire-options.js';
 import { failureToError } from './api.js';
 import { FALLBACK_BACKEND, type BackendLabel } from './backend-label.js';
 import { runAcquireLoop } from './acquire-loop.js';
@@ -45,31 +46,7 @@ import type { ClientAttemptOutcome } from '../contract/metric-table.js';
 import { validateValue } from './values.js';
 import { LOCK_TTL_MILLIS, type LockGrant, type LockMode, type SessionOpened } from './wire.js';
 
-export interface AcquireOptions {
-  /** Lock TTL in ms, within C3's bounds (`LOCK_TTL_MILLIS` in contract/wire-rules.ts); the server's default when omitted. */
-  ttlMillis?: number;
-  policy?: AcquirePolicy | AcquirePolicyInit;
-  /** Aborting stops waiting (the call rejects with the signal's reason) and releases whatever was taken. */
-  signal?: AbortSignal;
-  /**
-   * v3: stored with the grant (a leader's address, say; ≤ 4096 bytes of UTF-8, the server's rule),
-   * read back as `handle.value` and in LockInfo's `holders`. A key this session already holds keeps
-   * its value (the server answers the existing grant); `handle.proclaim` replaces it.
-   */
-  value?: string;
-  /**
-   * v3: `exclusive` (default: a mutex, or a semaphore with `limit`) or `shared` (a reader: shared
-   * holders overlap, an exclusive holder excludes them all; a waiting exclusive acquire keeps new
-   * shared ones out, so writers do not starve). `handle.mode` is the grant's.
-   */
-  mode?: LockMode;
-  /**
-   * v3: holders the key admits at once, an integer 1–1000 (default 1, a mutex; > 1 a semaphore,
-   * each holder with its own grant and fencing token). Every holder of a key names the same limit:
-   * another one while the key is held is LimitMismatchError. Not with `mode: 'shared'` (ValidationError).
-   */
-  limit?: number;
-}
+export type { AcquireOptions } from './acquire-options.js';
 
 type SessionState = 'open' | 'lost' | 'closed';
 
@@ -160,6 +137,7 @@ export class LockSession {
   async acquire(rawKey: string, options: AcquireOptions = {}): Promise<LockHandle | null> {
     // The key as the server holds it (NFC): "é" precomposed or decomposed is one key, one handle.
     const key = validateKey(rawKey);
+    assertKnownAcquireOptions(options);
     const policy = AcquirePolicy.from(options.policy ?? this.#rt.defaultPolicy);
     if (options.value !== undefined) validateValue(options.value);
     const holding = requestedHolding(options);
@@ -184,6 +162,7 @@ export class LockSession {
    */
   async acquireAll(keys: Iterable<string>, options: AcquireOptions = {}): Promise<LockHandle[] | null> {
     const ordered = canonicalKeyOrder([...keys].map(validateKey));
+    assertKnownAcquireOptions(options);
     const policy = AcquirePolicy.from(options.policy ?? this.#rt.defaultPolicy);
     if (options.value !== undefined) validateValue(options.value);
     const holding = requestedHolding(options);

@@ -59,6 +59,8 @@ describe('acquire with mode and limit', () => {
     ['limit NaN', { limit: Number.NaN }],
     ['limit as a string', { limit: '3' as unknown as number }],
     ['an unknown mode', { mode: 'read' as unknown as 'shared' }],
+    ['waitMillis beside the options (it belongs in policy)', { waitMillis: 3_000 } as unknown as AcquireOptions],
+    ['a misspelt option', { ttlMilis: 5_000 } as unknown as AcquireOptions],
   ])('refuses %s with a ValidationError before anything is sent', async (_, options) => {
     const world = fakeWorld();
     const session = await world.run(world.client().openSession({ ttlMillis: 60_000 }));
@@ -66,6 +68,16 @@ describe('acquire with mode and limit', () => {
     await expect(world.run(session.acquireAll(['k', 'j'], options))).rejects.toBeInstanceOf(ValidationError);
     await expect(world.run(session.withLock('k', () => 1, options))).rejects.toBeInstanceOf(ValidationError);
     expect(world.server.count('L4')).toBe(0);
+  });
+
+  it('an unknown option names itself and, for a policy field, where it belongs; one set to undefined is let be', async () => {
+    const world = fakeWorld();
+    const session = await world.run(world.client().openSession({ ttlMillis: 60_000 }));
+    const thrown = await world.run(session.acquire('k', { waitMillis: 3_000 } as unknown as AcquireOptions)).catch((e: unknown) => e);
+    expect(thrown).toBeInstanceOf(ValidationError);
+    expect((thrown as Error).message).toContain('unknown acquire option "waitMillis" (a policy field: pass it as policy: { waitMillis })');
+    const granted = await world.run(session.acquire('k', { ttlMillis: 30_000, extra: undefined } as unknown as AcquireOptions));
+    expect(granted?.key).toBe('k');
   });
 
   it('409 LIMIT_MISMATCH: LimitMismatchError after one L4, not retryable, naming the key and the limit asked', async () => {
