@@ -103,6 +103,8 @@ export class AcquireWait {
   private seenAtLastTry = 0;
   /** A try carrying this wait's record got no answer (the store failed): it may have been recorded. */
   private recordUncertain = false;
+  /** Forwards the caller's abort to the wait's one interruption signal. */
+  private readonly callerLeft = (): void => this.waiter.callerLeft(this.signal?.reason);
 
   constructor(
     private readonly owner: AcquireWaits,
@@ -124,8 +126,9 @@ export class AcquireWait {
     this.waiter.grantValue = req.value;
     this.waiter.mode = holding.mode;
     this.waiter.deadline = this.deadline;
-    const { sessionEnded, deadlockVictim } = this.waiter;
-    this.abort = AbortSignal.any([sessionEnded.signal, deadlockVictim.signal, ...(signal ? [signal] : [])]);
+    this.abort = this.waiter.interrupted;
+    if (signal?.aborted) this.waiter.callerLeft(signal.reason);
+    else signal?.addEventListener('abort', this.callerLeft, { once: true });
   }
 
   get releasesSeen(): number {
@@ -283,6 +286,7 @@ export class AcquireWait {
    * the caller must give that back.
    */
   async close(): Promise<HeldLock | null> {
+    this.signal?.removeEventListener('abort', this.callerLeft);
     this.deps.waiters.unregister(this.waiter);
     if (this.granted) {
       // Not awaited: the answer need not wait for the bookkeeping.
@@ -312,7 +316,7 @@ export class AcquireWait {
       deps.insight.deadlockBroken({ at: deps.clock.now(), ...fact });
       throw new DeadlockDetectedError(req.key, waiter.deadlock);
     }
-    if (waiter.sessionEnded.signal.aborted) throw new SessionNotFoundError(req.session.sessionId);
+    if (waiter.sessionHasEnded) throw new SessionNotFoundError(req.session.sessionId);
     if (outcome === 'aborted') {
       this.end(this.fellBack ? 'fallback' : 'aborted');
       throw this.signal?.reason instanceof Error ? this.signal.reason : new Error('acquire aborted by the caller');

@@ -103,8 +103,7 @@ export class FleetCoordinator {
         continue;
       }
       if (waiter.deadlock) continue;
-      waiter.deadlock = { sessions: verdict.sessions, keys: verdict.keys };
-      waiter.deadlockVictim.abort(new Error('deadlock victim'));
+      waiter.breakDeadlock({ sessions: verdict.sessions, keys: verdict.keys });
     }
   }
 

@@ -83,20 +83,25 @@ export class Poller {
 
 /** Sleeps `delay` or until a local release after `releasesSeen`; true when the release came first. */
 async function parkedUntil(clock: Clock, waiter: Waiter, releasesSeen: number, delay: number, signal: AbortSignal): Promise<boolean> {
-  const done = new AbortController();
-  const both = AbortSignal.any([signal, done.signal]);
+  if (signal.aborted) return false;
+  // The wait's signal is forwarded by hand rather than joined with AbortSignal.any, which on
+  // Node 20 keeps a registration per park alive until GC (a hot key parks hundreds a second).
+  const settled = new AbortController();
+  const forward = (): void => settled.abort(signal.reason);
+  signal.addEventListener('abort', forward, { once: true });
   let released = false;
   try {
     await Promise.race([
-      clock.sleep(delay, both),
-      waiter.releasedSince(releasesSeen, both).then(() => {
-        released = !both.aborted;
+      clock.sleep(delay, settled.signal),
+      waiter.releasedSince(releasesSeen, settled.signal).then(() => {
+        released = !settled.signal.aborted;
       }),
     ]);
   } catch {
     // sleep rejects only on abort
   } finally {
-    done.abort(WAIT_SETTLED);
+    signal.removeEventListener('abort', forward);
+    settled.abort(WAIT_SETTLED);
   }
   return released;
 }

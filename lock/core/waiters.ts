@@ -19,10 +19,15 @@ import { canDeadlock, type WaitEdge } from './wait-graph.js';
 import type { MultiHolderKind } from '../../contract/wire-rules.js';
 
 export class Waiter {
-  /** Aborted when the waiter's own session ends. */
-  readonly sessionEnded = new AbortController();
-  /** Aborted when this wait is chosen to break a deadlock; `deadlock` says which cycle. */
-  readonly deadlockVictim = new AbortController();
+  /**
+   * Aborted when the wait must stop early: its session ended, it was chosen to break a deadlock
+   * (`deadlock` says which cycle), or its caller left. One signal per wait, not one per cause
+   * joined by AbortSignal.any: a contended key parks hundreds of waits a second, and on Node 20
+   * each joined signal costs a listener per source and outlives the wait until GC.
+   */
+  private readonly interruption = new AbortController();
+  /** Its session ended while it waited. */
+  sessionHasEnded = false;
   deadlock: { sessions: string[]; keys: string[] } | null = null;
   /** Recorded in the store's fleet-wide wait state (once it first found the key held). */
   recordedInStore = false;
@@ -55,6 +60,27 @@ export class Waiter {
 
   /** Set while the key admits several holders (holderSessionId is then its lowest-token one). */
   holderKind: MultiHolderKind | undefined;
+
+  get interrupted(): AbortSignal {
+    return this.interruption.signal;
+  }
+
+  /** Its session ended: the wait answers SESSION_NOT_FOUND at once. */
+  endSession(): void {
+    this.sessionHasEnded = true;
+    this.interruption.abort(new Error('session ended'));
+  }
+
+  /** Chosen to break `cycle`: the wait answers DEADLOCK_DETECTED at once. */
+  breakDeadlock(cycle: { sessions: string[]; keys: string[] }): void {
+    this.deadlock ??= cycle;
+    this.interruption.abort(new Error('deadlock victim'));
+  }
+
+  /** Its caller left (the request's signal aborted). */
+  callerLeft(reason: unknown): void {
+    this.interruption.abort(reason);
+  }
 
   /** How many local releases of the key this waiter has been told of; read it before each try. */
   get releasesSeen(): number {
@@ -210,7 +236,7 @@ export class WaiterRegistry {
   }
 
   sessionEnded(sessionId: string): void {
-    for (const waiter of this.allBySession.get(sessionId) ?? []) waiter.sessionEnded.abort(new Error('session ended'));
+    for (const waiter of this.allBySession.get(sessionId) ?? []) waiter.endSession();
   }
 
   /**
