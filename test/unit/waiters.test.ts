@@ -41,6 +41,33 @@ test('a session end aborts every waiter of that session only', () => {
   expect(other.sessionHasEnded).toBe(false);
 });
 
+test('one interruption signal per wait tells its three causes apart', async () => {
+  const registry = new WaiterRegistry();
+  const ended = admitted(registry, 'k', 's1', null);
+  const victim = admitted(registry, 'k', 's2', null);
+  const left = admitted(registry, 'k', 's3', null);
+  // A park wakes when the wait is interrupted, whichever the cause.
+  const parked = ended.releasedSince(ended.releasesSeen, ended.interrupted);
+  registry.sessionEnded('s1');
+  await parked;
+  expect(ended.interrupted.aborted).toBe(true);
+  expect(ended.sessionHasEnded).toBe(true);
+  expect(ended.deadlock).toBeNull();
+
+  const first = { sessions: ['s2', 'h'], keys: ['k', 'j'] };
+  victim.breakDeadlock(first);
+  victim.breakDeadlock({ sessions: ['other'], keys: ['x'] }); // a later verdict does not rewrite the first
+  expect(victim.interrupted.aborted).toBe(true);
+  expect(victim.deadlock).toEqual(first);
+  expect(victim.sessionHasEnded).toBe(false);
+
+  const reason = new Error('client went away');
+  left.callerLeft(reason);
+  expect(left.interrupted.reason).toBe(reason);
+  expect(left.sessionHasEnded).toBe(false);
+  expect(left.deadlock).toBeNull();
+});
+
 test('deadlock cycles in the wait-for graph', () => {
   const registry = new WaiterRegistry();
   admitted(registry, 'b', 'A', 'B'); // A waits for B
