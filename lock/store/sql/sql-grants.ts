@@ -35,18 +35,9 @@ interface ReleaseRequest {
   fencingToken: FencingToken;
 }
 
-/**
- * Group commit for tries and releases, as for heartbeats: at most two statements of each in
- * flight. On a hot key each statement holds the key's row, so unbounded small statements mostly
- * queued behind one another on it; two (not one) so a statement held up on one row does not stall
- * every other key. Issue 22, 64 workers on 4 hot keys (`PROFILE_KEYS=hot npm run bench:profile`):
- * p99 208 → 158 ms, server + PostgreSQL CPU 1.87 → 1.71 ms a cycle (means of 4–7 interleaved runs).
- */
-const GRANT_STATEMENTS_IN_FLIGHT = 2;
-
 export class SqlGrants {
-  private readonly acquires = new StatementBatcher((batch: AcquireRequest[]) => this.acquireBatch(batch), 256, GRANT_STATEMENTS_IN_FLIGHT);
-  private readonly releases = new StatementBatcher((batch: ReleaseRequest[]) => this.releaseBatch(batch), 256, GRANT_STATEMENTS_IN_FLIGHT);
+  private readonly acquires = new StatementBatcher((batch: AcquireRequest[]) => this.acquireBatch(batch));
+  private readonly releases = new StatementBatcher((batch: ReleaseRequest[]) => this.releaseBatch(batch));
 
   constructor(
     private readonly db: SqlDatabase,
