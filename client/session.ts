@@ -137,11 +137,7 @@ export class LockSession {
   async acquire(rawKey: string, options: AcquireOptions = {}): Promise<LockHandle | null> {
     // The key as the server holds it (NFC): "é" precomposed or decomposed is one key, one handle.
     const key = validateKey(rawKey);
-    assertKnownAcquireOptions(options);
-    const policy = AcquirePolicy.from(options.policy ?? this.#rt.defaultPolicy);
-    if (options.value !== undefined) validateValue(options.value);
-    const holding = requestedHolding(options);
-    this.#assertUsable();
+    const { policy, holding } = this.#checked(options);
     const nested = this.#reenter(key, holding);
     if (nested !== undefined) return nested;
     if (this.#acquiring.has(key)) return null;
@@ -162,11 +158,7 @@ export class LockSession {
    */
   async acquireAll(keys: Iterable<string>, options: AcquireOptions = {}): Promise<LockHandle[] | null> {
     const ordered = canonicalKeyOrder([...keys].map(validateKey));
-    assertKnownAcquireOptions(options);
-    const policy = AcquirePolicy.from(options.policy ?? this.#rt.defaultPolicy);
-    if (options.value !== undefined) validateValue(options.value);
-    const holding = requestedHolding(options);
-    this.#assertUsable();
+    const { policy, holding } = this.#checked(options);
     const { clock, random, rtt, logger } = this.#rt;
     const deadline = clock.now() + policy.totalBudgetMillis;
     const backoff = new Backoff(policy.baseBackoffMillis, policy.maxBackoffMillis, random);
@@ -181,6 +173,16 @@ export class LockSession {
         await clock.sleep(delay, options.signal);
       }
     }
+  }
+
+  /** What acquire and acquireAll check before sending anything: the options, the policy, the value, the session. */
+  #checked(options: AcquireOptions): { policy: AcquirePolicy; holding: Holding } {
+    assertKnownAcquireOptions(options);
+    const policy = AcquirePolicy.from(options.policy ?? this.#rt.defaultPolicy);
+    if (options.value !== undefined) validateValue(options.value);
+    const holding = requestedHolding(options);
+    this.#assertUsable();
+    return { policy, holding };
   }
 
   async #acquireAllOnce(

@@ -90,7 +90,6 @@ export class AcquireWait {
   private readonly deps: AcquireWaitDeps;
   private readonly startedAt: number;
   private readonly deadline: number;
-  private readonly abort: AbortSignal;
   private waited = false;
   private fellBack = false;
   private granted = false;
@@ -126,7 +125,6 @@ export class AcquireWait {
     this.waiter.grantValue = req.value;
     this.waiter.mode = holding.mode;
     this.waiter.deadline = this.deadline;
-    this.abort = this.waiter.interrupted;
     if (signal?.aborted) this.waiter.callerLeft(signal.reason);
     else signal?.addEventListener('abort', this.callerLeft, { once: true });
   }
@@ -156,7 +154,7 @@ export class AcquireWait {
         if (this.waited && error instanceof NotLeaderError) this.end('deadline');
         throw error;
       }
-      const outcome = await this.deps.poller.delay({ waiter: this.waiter, releasesSeen: seen, polls: this.polls, deadline: this.deadline, signal: this.abort });
+      const outcome = await this.deps.poller.delay({ waiter: this.waiter, releasesSeen: seen, polls: this.polls, deadline: this.deadline, signal: this.waiter.interrupted });
       this.answerInterruption(outcome);
       return null;
     }
@@ -269,7 +267,7 @@ export class AcquireWait {
       ...(observedRevision !== undefined ? { observedRevision } : {}),
       polls: this.polls,
       deadline: this.deadline,
-      signal: this.abort,
+      signal: this.waiter.interrupted,
       fellBack: this.fellBack,
     });
     if (result.fellBackBecause !== undefined) {

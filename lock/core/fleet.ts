@@ -102,7 +102,6 @@ export class FleetCoordinator {
         await this.store.endWait(verdict.waitId);
         continue;
       }
-      if (waiter.deadlock) continue;
       waiter.breakDeadlock({ sessions: verdict.sessions, keys: verdict.keys });
     }
   }

@@ -26,8 +26,7 @@ export class Waiter {
    * each joined signal costs a listener per source and outlives the wait until GC.
    */
   private readonly interruption = new AbortController();
-  /** Its session ended while it waited. */
-  sessionHasEnded = false;
+  private sessionEnded = false;
   deadlock: { sessions: string[]; keys: string[] } | null = null;
   /** Recorded in the store's fleet-wide wait state (once it first found the key held). */
   recordedInStore = false;
@@ -65,9 +64,14 @@ export class Waiter {
     return this.interruption.signal;
   }
 
+  /** Its session ended while it waited. */
+  get sessionHasEnded(): boolean {
+    return this.sessionEnded;
+  }
+
   /** Its session ended: the wait answers SESSION_NOT_FOUND at once. */
   endSession(): void {
-    this.sessionHasEnded = true;
+    this.sessionEnded = true;
     this.interruption.abort(new Error('session ended'));
   }
 
