@@ -4,11 +4,15 @@
  * The profile's main-thread file covers start-up too; the load runs from
  * PROFILE_WARMUP_SECONDS on. Knobs: PROFILE_STORE (postgres | embedded, default
  * postgres), PROFILE_CONCURRENCY (default 64), PROFILE_SECONDS (default 10),
- * PROFILE_KEYS (own | hot, default own), HOLDFAST_* settings as the server reads them.
+ * PROFILE_KEYS (own | hot, default own), PROFILE_CLIENT (sdk | lean | node, default sdk: what users
+ * send through; lean is the bench's raw-socket client, the server's cost with the least client
+ * beside it), HOLDFAST_* settings as the server reads them. A change to the store's batching is
+ * judged through the SDK: the lean client and the SDK can disagree about it (stop 36).
  */
 import os from 'node:os';
 import { readFileSync } from 'node:fs';
 import { startPostgres } from '../test/support/postgres.js';
+import type { KeyPattern } from './lib/load-task.js';
 import { runLoad } from './lib/run-load.js';
 import { startEmbeddedServer, startPostgresServer } from './lib/servers.js';
 import { summarise } from './lib/stats.js';
@@ -17,18 +21,18 @@ const store = process.env.PROFILE_STORE ?? 'postgres';
 const concurrency = Number(process.env.PROFILE_CONCURRENCY ?? 64);
 const seconds = Number(process.env.PROFILE_SECONDS ?? 10);
 const hot = process.env.PROFILE_KEYS === 'hot';
+const client = process.env.PROFILE_CLIENT ?? 'sdk';
+if (client !== 'sdk' && client !== 'lean' && client !== 'node') throw new Error(`PROFILE_CLIENT is sdk, lean or node, not ${client}`);
 
 const postgres = store === 'postgres' ? await startPostgres() : null;
 try {
   const postmasterPid = postgres ? Number(readFileSync(`${postgres.dataDir}/postmaster.pid`, 'utf8').split('\n')[0]) : null;
   const server = postgres ? await startPostgresServer(await postgres.createDatabase(), process.env.HOLDFAST_PG_POOL_SIZE) : await startEmbeddedServer();
   try {
+    const keys: KeyPattern = hot ? { kind: 'hot', hotKeys: 4, waitMillis: 5000 } : { kind: 'own' };
     const result = await runLoad(
       {
-        target: 'http',
-        url: server.url,
-        keys: hot ? { kind: 'hot', hotKeys: 4, waitMillis: 5000 } : { kind: 'own' },
-        client: 'lean',
+        ...(client === 'sdk' ? { target: 'sdk', url: server.url, keys, transport: 'default' } : { target: 'http', url: server.url, keys, client }),
         concurrency,
         keyPrefix: 'profile-',
         warmupSeconds: 1,
@@ -38,7 +42,7 @@ try {
     );
     const summary = summarise(result.latenciesMillis, seconds);
     console.log(
-      `${store} c=${concurrency}${hot ? ' hot' : ''}: ${summary.cyclesPerSecond.toFixed(0)} cycles/s, p50 ${summary.p50Millis.toFixed(2)} ms, p99 ${summary.p99Millis.toFixed(2)} ms, ` +
+      `${store} c=${concurrency}${hot ? ' hot' : ''} via ${client}: ${summary.cyclesPerSecond.toFixed(0)} cycles/s, p50 ${summary.p50Millis.toFixed(2)} ms, p99 ${summary.p99Millis.toFixed(2)} ms, ` +
         `server thread ${(result.cpu.mainThreadMillis / summary.cycles).toFixed(3)} ms/cycle, postgres ${result.cpu.postgresMillis === null ? '—' : (result.cpu.postgresMillis / summary.cycles).toFixed(3)} ms/cycle, ` +
         `errors ${JSON.stringify(result.errors)}, load ${os.loadavg().map((v) => v.toFixed(1)).join(' / ')}`,
     );
