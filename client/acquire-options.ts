@@ -40,14 +40,18 @@ const ACQUIRE_OPTIONS = ['ttlMillis', 'policy', 'signal', 'value', 'mode', 'limi
 const EVERY_OPTION_LISTED: Exclude<keyof AcquireOptions, (typeof ACQUIRE_OPTIONS)[number]> extends never ? true : never = true;
 void EVERY_OPTION_LISTED;
 const KNOWN: ReadonlySet<string> = new Set(ACQUIRE_OPTIONS);
-/** Policy fields, which belong inside `policy`: named in the error, since they are the likely slip. */
-const POLICY_FIELDS: ReadonlySet<string> = new Set<keyof AcquirePolicyInit>([
-  'totalBudgetMillis',
-  'baseBackoffMillis',
-  'maxBackoffMillis',
-  'maxAttempts',
-  'waitMillis',
-]);
+/**
+ * Policy fields, which belong inside `policy`: named in the error, since they are the likely slip.
+ * A record, so the compiler refuses it until a new field of AcquirePolicyInit is named here too.
+ */
+const POLICY_FIELD_NAMES: { readonly [field in keyof Required<AcquirePolicyInit>]: true } = {
+  totalBudgetMillis: true,
+  baseBackoffMillis: true,
+  maxBackoffMillis: true,
+  maxAttempts: true,
+  waitMillis: true,
+};
+const POLICY_FIELDS: ReadonlySet<string> = new Set(Object.keys(POLICY_FIELD_NAMES));
 
 /** An option the SDK does not know, set to something, is a ValidationError before anything is sent. */
 export function assertKnownAcquireOptions(options: object): void {
