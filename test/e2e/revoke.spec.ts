@@ -7,6 +7,7 @@
 import { expect, test } from '@playwright/test';
 import { screenshot, signInWithForm } from './support/console.js';
 import { e2e, uniquePrefix } from './support/env.js';
+import type { LockGrant } from '../../contract/records.js';
 import { LockApi } from './support/lock-api.js';
 
 const api = new LockApi(e2e.serverUrl);
@@ -119,4 +120,38 @@ test('TOKEN_MISMATCH: the holder changes while the dialog is open; nothing is re
   expect(renew.status).toBe(200);
   await api.closeSession(first);
   await api.closeSession(second);
+});
+
+test('a semaphore: the revoke on one holder row ends that permit alone, not the lowest-token one', async ({ page }) => {
+  const prefix = uniquePrefix('permit');
+  const key = `${prefix}export-slots`;
+  const sessions = [await api.openSession('exporter-a'), await api.openSession('exporter-b'), await api.openSession('exporter-stuck')];
+  const grants: LockGrant[] = [];
+  for (const sessionId of sessions) {
+    const answer = await api.call<LockGrant>('POST', `/v1/locks/${encodeURIComponent(key)}/acquire`, { sessionId, ttlMillis: 120_000, limit: 3 }, { session: sessionId });
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    grants.push(answer.body);
+  }
+  const stuck = grants[2]!;
+
+  await signInWithForm(page, e2e.operatorToken);
+  await page.goto(`/locks/${encodeURIComponent(key)}`);
+  await expect(page.getByTestId('holder-row')).toHaveCount(3);
+  await page.locator(`[data-testid="holder-row"][data-token="${stuck.fencingToken}"]`).getByRole('button', { name: `Revoke token ${stuck.fencingToken}` }).click();
+
+  const dialog = page.getByTestId('revoke-dialog');
+  await expect(dialog.getByTestId('revoke-holder')).toContainText('exporter-stuck');
+  await expect(dialog.getByTestId('revoke-token')).toHaveText(stuck.fencingToken);
+  await dialog.getByLabel('Reason (required, goes to the audit trail)').fill('permit stuck on a dead export');
+  await dialog.getByLabel(/Type the key/).fill(key);
+  await dialog.getByRole('button', { name: 'Revoke this lock' }).click();
+  await expect(dialog.getByTestId('revoke-outcome')).toHaveAttribute('data-outcome', 'REVOKED');
+  await screenshot(page, 'revoke-one-permit');
+
+  // That permit is gone; the two others still hold theirs.
+  expect((await api.renew(key, sessions[2]!, stuck.fencingToken)).code).toBe('LOCK_LOST');
+  for (const [i, grant] of grants.slice(0, 2).entries()) expect((await api.renew(key, sessions[i]!, grant.fencingToken)).status).toBe(200);
+  const info = (await api.readLock(key)).body;
+  expect(info.holders?.map((holder) => holder.fencingToken)).toEqual(grants.slice(0, 2).map((grant) => grant.fencingToken));
+  for (const sessionId of sessions) await api.closeSession(sessionId);
 });

@@ -64,7 +64,12 @@ export function LockDetailView({ lockKey }: { lockKey: string }) {
                   {holdersOfLimit(info)}
                 </dd>
               </dl>
-              <HolderTable holders={holdersOf(info)} now={now} />
+              <HolderTable
+                holders={holdersOf(info)}
+                now={now}
+                canAct={canAct}
+                onRevoke={(holder) => setRevoking({ ...info, sessionId: holder.sessionId, owner: holder.owner, fencingToken: holder.fencingToken, grantedAt: holder.grantedAt, expiresAt: holder.expiresAt })}
+              />
               <p>
                 <button
                   type="button"
@@ -98,10 +103,13 @@ export function LockDetailView({ lockKey }: { lockKey: string }) {
 }
 
 /**
- * Every holder, lowest token first. Force-revoke names the first one (LockInfo's single-holder
- * fields), so its token keeps the page's `detail-token` mark.
+ * Every holder, lowest token first. The page's Force-revoke names the first one (LockInfo's
+ * single-holder fields), so its token keeps the page's `detail-token` mark. A key with several
+ * holders (a semaphore, shared readers) also offers a revoke on each row: the stuck permit is
+ * seldom the oldest, and the dialog sends that row's token, so only that grant ends.
  */
-function HolderTable({ holders, now }: { holders: LockHolder[]; now: number }) {
+function HolderTable({ holders, now, canAct, onRevoke }: { holders: LockHolder[]; now: number; canAct: boolean; onRevoke(holder: LockHolder): void }) {
+  const perHolder = holders.length > 1;
   return (
     <div className="table-wrap">
       <table className="table" data-testid="holders-table">
@@ -115,6 +123,11 @@ function HolderTable({ holders, now }: { holders: LockHolder[]; now: number }) {
             <th scope="col">Granted</th>
             <th scope="col">Expires</th>
             <th scope="col">Value</th>
+            {perHolder ? (
+              <th scope="col">
+                <span className="sr-only">Actions</span>
+              </th>
+            ) : null}
           </tr>
         </thead>
         <tbody>
@@ -146,6 +159,20 @@ function HolderTable({ holders, now }: { holders: LockHolder[]; now: number }) {
               <td>
                 <LockValue value={holder.value} />
               </td>
+              {perHolder ? (
+                <td>
+                  <button
+                    type="button"
+                    className="button danger-outline"
+                    disabled={!canAct}
+                    onClick={() => onRevoke(holder)}
+                    aria-label={`Revoke token ${holder.fencingToken}`}
+                    title={canAct ? undefined : 'Viewers cannot revoke; sign in with an operator token'}
+                  >
+                    Revoke…
+                  </button>
+                </td>
+              ) : null}
             </tr>
           ))}
         </tbody>
