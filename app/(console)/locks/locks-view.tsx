@@ -12,7 +12,7 @@ import type { LockInfo, Page } from '../../lib/api-types';
 import { holdersOfLimit, lockKind } from '../../lib/lock-holders';
 import { NO_POLICY, serverPrefix, underPolicy, type PolicyChoice } from '../../lib/policy-filter';
 import { getJson } from '../../lib/client/api';
-import { useCanAct } from '../../components/identity';
+import { OperatorButton, VIEWERS_CANNOT_REVOKE } from '../../components/operator-button';
 import { LiveControl, useLive, useNow } from '../../components/live';
 import { Empty, ErrorState, Loading } from '../../components/query-state';
 import { RevokeDialog } from '../../components/revoke-dialog';
@@ -44,7 +44,6 @@ export function LocksView() {
   const serverAge = sort === 'age';
   const [revoking, setRevoking] = useState<LockInfo | null>(null);
   const { refetchInterval } = useLive();
-  const canAct = useCanAct();
   const now = useNow(500);
   const cursor = cursors[cursors.length - 1] ?? null;
 
@@ -200,7 +199,7 @@ export function LocksView() {
             </thead>
             <tbody>
               {rows.map((lock) => (
-                <LockRow key={lock.key} lock={lock} now={now} canAct={canAct} onRevoke={() => setRevoking(lock)} />
+                <LockRow key={lock.key} lock={lock} now={now} onRevoke={() => setRevoking(lock)} />
               ))}
             </tbody>
           </table>
@@ -232,7 +231,7 @@ export function LocksView() {
 }
 
 /** One held lock; its owner, session, token and times are the lowest-token holder's (LockInfo's single-holder fields). */
-function LockRow({ lock, now, canAct, onRevoke }: { lock: LockInfo; now: number; canAct: boolean; onRevoke(): void }) {
+function LockRow({ lock, now, onRevoke }: { lock: LockInfo; now: number; onRevoke(): void }) {
   const age = lock.grantedAt ? now - lock.grantedAt : 0;
   const longHeld = age > LONG_HELD_MILLIS;
   const classes = [lock.waiterCount > 0 ? 'row-waiters' : '', longHeld ? 'row-long' : ''].filter(Boolean).join(' ');
@@ -259,16 +258,9 @@ function LockRow({ lock, now, canAct, onRevoke }: { lock: LockInfo; now: number;
       </td>
       <td className="num">{lock.waiterCount > 0 ? <span className="badge badge-warn">{lock.waiterCount} waiting</span> : <span className="muted">0</span>}</td>
       <td>
-        <button
-          type="button"
-          className="button small danger-outline"
-          onClick={onRevoke}
-          disabled={!canAct}
-          title={canAct ? `Force-revoke ${lock.key}` : 'Viewers cannot revoke; sign in with an operator token'}
-          aria-label={`Revoke ${lock.key}`}
-        >
+        <OperatorButton small onClick={onRevoke} label={`Revoke ${lock.key}`} title={`Force-revoke ${lock.key}`} viewerTitle={VIEWERS_CANNOT_REVOKE}>
           Revoke…
-        </button>
+        </OperatorButton>
       </td>
     </tr>
   );

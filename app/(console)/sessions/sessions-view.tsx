@@ -5,7 +5,7 @@ import { useState } from 'react';
 import type { Page, SessionInfo } from '../../lib/api-types';
 import { getJson } from '../../lib/client/api';
 import { formatDuration } from '../../lib/format';
-import { useCanAct } from '../../components/identity';
+import { OperatorButton } from '../../components/operator-button';
 import { KillDialog } from '../../components/kill-dialog';
 import { LiveControl, useLive, useNow } from '../../components/live';
 import { Empty, ErrorState, Loading } from '../../components/query-state';
@@ -15,7 +15,6 @@ const PAGE_SIZE = 50;
 
 export function SessionsView() {
   const { refetchInterval } = useLive();
-  const canAct = useCanAct();
   const now = useNow(500);
   const [cursors, setCursors] = useState<(string | null)[]>([null]);
   const [killing, setKilling] = useState<SessionInfo | null>(null);
@@ -76,16 +75,15 @@ export function SessionsView() {
                       <When at={s.createdAt} now={now} />
                     </td>
                     <td>
-                      <button
-                        type="button"
-                        className="button small danger-outline"
-                        disabled={!canAct}
+                      <OperatorButton
+                        small
                         onClick={() => setKilling(s)}
-                        title={canAct ? `Kill session ${s.sessionId}` : 'Viewers cannot kill sessions; sign in with an operator token'}
-                        aria-label={`Kill session ${s.sessionId}`}
+                        label={`Kill session ${s.sessionId}`}
+                        title={`Kill session ${s.sessionId}`}
+                        viewerTitle="Viewers cannot kill sessions; sign in with an operator token"
                       >
                         Kill…
-                      </button>
+                      </OperatorButton>
                     </td>
                   </tr>
                 );

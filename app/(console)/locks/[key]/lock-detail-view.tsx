@@ -11,7 +11,7 @@ import { holdersOf, holdersOfLimit, lockKind } from '../../../lib/lock-holders';
 import { getJson } from '../../../lib/client/api';
 import { formatAbsolute, formatDuration } from '../../../lib/format';
 import { AuditTable } from '../../../components/audit-table';
-import { useCanAct } from '../../../components/identity';
+import { OperatorButton, VIEWERS_CANNOT_REVOKE } from '../../../components/operator-button';
 import { LiveControl, useLive, useNow } from '../../../components/live';
 import { Empty, ErrorState, Loading } from '../../../components/query-state';
 import { LockValue } from '../../../components/lock-value';
@@ -22,7 +22,6 @@ import { KeyWaits } from './key-waits';
 
 export function LockDetailView({ lockKey }: { lockKey: string }) {
   const { refetchInterval } = useLive();
-  const canAct = useCanAct();
   const now = useNow(500);
   const [revoking, setRevoking] = useState<LockInfo | null>(null);
   const lock = useQuery({
@@ -67,19 +66,12 @@ export function LockDetailView({ lockKey }: { lockKey: string }) {
               <HolderTable
                 holders={holdersOf(info)}
                 now={now}
-                canAct={canAct}
                 onRevoke={(holder) => setRevoking({ ...info, sessionId: holder.sessionId, owner: holder.owner, fencingToken: holder.fencingToken, grantedAt: holder.grantedAt, expiresAt: holder.expiresAt })}
               />
               <p>
-                <button
-                  type="button"
-                  className="button danger-outline"
-                  disabled={!canAct}
-                  onClick={() => setRevoking(info)}
-                  title={canAct ? undefined : 'Viewers cannot revoke; sign in with an operator token'}
-                >
+                <OperatorButton onClick={() => setRevoking(info)} viewerTitle={VIEWERS_CANNOT_REVOKE}>
                   Force-revoke…
-                </button>
+                </OperatorButton>
               </p>
             </>
           ) : (
@@ -108,7 +100,7 @@ export function LockDetailView({ lockKey }: { lockKey: string }) {
  * holders (a semaphore, shared readers) also offers a revoke on each row: the stuck permit is
  * seldom the oldest, and the dialog sends that row's token, so only that grant ends.
  */
-function HolderTable({ holders, now, canAct, onRevoke }: { holders: LockHolder[]; now: number; canAct: boolean; onRevoke(holder: LockHolder): void }) {
+function HolderTable({ holders, now, onRevoke }: { holders: LockHolder[]; now: number; onRevoke(holder: LockHolder): void }) {
   const perHolder = holders.length > 1;
   return (
     <div className="table-wrap">
@@ -161,16 +153,9 @@ function HolderTable({ holders, now, canAct, onRevoke }: { holders: LockHolder[]
               </td>
               {perHolder ? (
                 <td>
-                  <button
-                    type="button"
-                    className="button danger-outline"
-                    disabled={!canAct}
-                    onClick={() => onRevoke(holder)}
-                    aria-label={`Revoke token ${holder.fencingToken}`}
-                    title={canAct ? undefined : 'Viewers cannot revoke; sign in with an operator token'}
-                  >
+                  <OperatorButton onClick={() => onRevoke(holder)} label={`Revoke token ${holder.fencingToken}`} viewerTitle={VIEWERS_CANNOT_REVOKE}>
                     Revoke…
-                  </button>
+                  </OperatorButton>
                 </td>
               ) : null}
             </tr>
