@@ -8,6 +8,8 @@
  * send through; lean is the bench's raw-socket client, the server's cost with the least client
  * beside it), HOLDFAST_* settings as the server reads them. A change to the store's batching is
  * judged through the SDK: the lean client and the SDK can disagree about it (stop 36).
+ * PROFILE_PG_STATEMENTS=N (postgres): also print the N statements PostgreSQL spent most time on, per
+ * cycle (pg_stat_statements; 1 means 15).
  */
 import os from 'node:os';
 import { readFileSync } from 'node:fs';
@@ -16,6 +18,7 @@ import type { KeyPattern } from './lib/load-task.js';
 import { runLoad } from './lib/run-load.js';
 import { startEmbeddedServer, startPostgresServer } from './lib/servers.js';
 import { summarise } from './lib/stats.js';
+import { formatStatements, PG_STATEMENTS_SETTINGS, readStatements, resetStatements, type StatementCounts } from './lib/pg-statements.js';
 
 const store = process.env.PROFILE_STORE ?? 'postgres';
 const concurrency = Number(process.env.PROFILE_CONCURRENCY ?? 64);
@@ -24,11 +27,25 @@ const hot = process.env.PROFILE_KEYS === 'hot';
 const client = process.env.PROFILE_CLIENT ?? 'sdk';
 if (client !== 'sdk' && client !== 'lean' && client !== 'node') throw new Error(`PROFILE_CLIENT is sdk, lean or node, not ${client}`);
 
-const postgres = store === 'postgres' ? await startPostgres() : null;
+const statementLimit = Number(process.env.PROFILE_PG_STATEMENTS ?? 0) === 1 ? 15 : Number(process.env.PROFILE_PG_STATEMENTS ?? 0);
+const statements = statementLimit > 0;
+if (statements && store !== 'postgres') throw new Error('PROFILE_PG_STATEMENTS needs PROFILE_STORE=postgres');
+
+const postgres = store === 'postgres' ? await startPostgres(statements ? { settings: PG_STATEMENTS_SETTINGS } : {}) : null;
 try {
   const postmasterPid = postgres ? Number(readFileSync(`${postgres.dataDir}/postmaster.pid`, 'utf8').split('\n')[0]) : null;
-  const server = postgres ? await startPostgresServer(await postgres.createDatabase(), process.env.HOLDFAST_PG_POOL_SIZE) : await startEmbeddedServer();
+  const databaseUrl = postgres ? await postgres.createDatabase() : null;
+  const server = databaseUrl ? await startPostgresServer(databaseUrl, process.env.HOLDFAST_PG_POOL_SIZE) : await startEmbeddedServer();
   try {
+    // Counted inside the measured window only: reset as it opens (the first reset creates the extension), read as it closes.
+    if (statements) await resetStatements(databaseUrl!);
+    let windowStart: Promise<void> | undefined;
+    let windowEnd: Promise<StatementCounts> | undefined;
+    const onWindow = (edge: 'start' | 'end') => {
+      if (!statements) return;
+      if (edge === 'start') windowStart = resetStatements(databaseUrl!);
+      else windowEnd = windowStart?.then(() => readStatements(databaseUrl!, statementLimit));
+    };
     const keys: KeyPattern = hot ? { kind: 'hot', hotKeys: 4, waitMillis: 5000 } : { kind: 'own' };
     const result = await runLoad(
       {
@@ -39,6 +56,7 @@ try {
         seconds,
       },
       postmasterPid,
+      onWindow,
     );
     const summary = summarise(result.latenciesMillis, seconds);
     console.log(
@@ -46,6 +64,7 @@ try {
         `server thread ${(result.cpu.mainThreadMillis / summary.cycles).toFixed(3)} ms/cycle, postgres ${result.cpu.postgresMillis === null ? '—' : (result.cpu.postgresMillis / summary.cycles).toFixed(3)} ms/cycle, ` +
         `errors ${JSON.stringify(result.errors)}, load ${os.loadavg().map((v) => v.toFixed(1)).join(' / ')}`,
     );
+    if (windowEnd) for (const line of formatStatements(await windowEnd, summary.cycles)) console.log(line);
   } finally {
     await server.stop();
   }

@@ -61,13 +61,16 @@ export interface StartPostgresOptions {
    * would make every test pay for its latency); a bench comparing durable systems turns it on.
    */
   fsync?: boolean;
+  /** Extra server settings (`-c name=value`), e.g. a bench's pg_stat_statements. */
+  settings?: Readonly<Record<string, string>>;
 }
 
 /** pg_ctl start arguments for a cluster of startPostgres() (also to start it again after a stop). */
 export function pgStartArgs(dataDir: string, port: number, options: StartPostgresOptions = {}): string[] {
   return [
     '-D', dataDir, '-l', path.join(dataDir, 'log'), '-w', '-o',
-    `-p ${port} -c listen_addresses=127.0.0.1 -k ${dataDir}${options.fsync ? '' : ' -c fsync=off'} -c max_connections=300`,
+    `-p ${port} -c listen_addresses=127.0.0.1 -k ${dataDir}${options.fsync ? '' : ' -c fsync=off'} -c max_connections=300` +
+      Object.entries(options.settings ?? {}).map(([name, value]) => ` -c ${name}=${value}`).join(''),
     'start',
   ];
 }
