@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { expect, test, type APIRequestContext } from '@playwright/test';
-import { startAlternatingProxy, type AlternatingProxy } from './support/alternating-proxy.js';
+import { PIN_HEADER, startAlternatingProxy, type AlternatingProxy } from './support/alternating-proxy.js';
 import { screenshot } from './support/console.js';
 import { e2e, uniquePrefix } from './support/env.js';
 import { LockApi } from './support/lock-api.js';
@@ -47,11 +47,11 @@ test.afterAll(async () => {
   for (const proc of consoles ?? []) await proc.stop();
 });
 
-/** Both replicas, in turn, answer this request with `status` (the proxy alternates; two calls reach both). */
-async function throughBoth(request: APIRequestContext, call: (r: APIRequestContext) => Promise<{ status(): number }>, status: number) {
+/** Each replica answers this request with `status`: the call is sent once pinned to each (the page open beside it polls through the proxy's turns). */
+async function throughBoth(request: APIRequestContext, call: (r: APIRequestContext, headers: Record<string, string>) => Promise<{ status(): number }>, status: number) {
   const before = proxy.served.length;
-  for (let i = 0; i < 2; i++) expect((await call(request)).status()).toBe(status);
-  const answered = proxy.served.slice(before).filter((s) => s.status === status);
+  for (const upstream of [0, 1]) expect((await call(request, { [PIN_HEADER]: String(upstream) })).status()).toBe(status);
+  const answered = proxy.served.slice(before).filter((s) => s.pinned && s.status === status);
   expect(new Set(answered.map((s) => s.upstream))).toEqual(new Set([0, 1]));
 }
 
@@ -74,20 +74,20 @@ test('sign in once through the proxy; act through both replicas; restart one: st
     await expect(page.getByTestId('whoami-name')).toHaveText(e2e.operatorName);
 
     // An admin read, answered by each replica.
-    await throughBoth(context.request, (r) => r.get(`/api/locks?prefix=${encodeURIComponent(prefix)}`), 200);
+    await throughBoth(context.request, (r, headers) => r.get(`/api/locks?prefix=${encodeURIComponent(prefix)}`, { headers }), 200);
     const me = (await (await context.request.get('/api/me')).json()) as { csrfToken: string };
 
     // An admin action through each replica: a force-revoke (the CSRF token is the same on both: one secret).
     const before = proxy.served.length;
-    for (const grant of grants) {
+    for (const [upstream, grant] of grants.entries()) {
       const revoked = await context.request.post(`/api/locks/${encodeURIComponent(grant.key)}/revoke`, {
-        headers: { origin: proxy.url, 'x-csrf-token': me.csrfToken },
+        headers: { origin: proxy.url, 'x-csrf-token': me.csrfToken, [PIN_HEADER]: String(upstream) },
         data: { reason: 'replica test', confirmKey: grant.key, expectedFencingToken: grant.fencingToken },
       });
       expect(revoked.status(), await revoked.text()).toBe(200);
       expect(((await revoked.json()) as { outcome: string }).outcome).toBe('REVOKED');
     }
-    const revokes = proxy.served.slice(before).filter((s) => s.path.includes('/revoke') && s.status === 200);
+    const revokes = proxy.served.slice(before).filter((s) => s.pinned && s.path.includes('/revoke') && s.status === 200);
     expect(new Set(revokes.map((s) => s.upstream))).toEqual(new Set([0, 1]));
     expect((await lockApi.call('GET', `/v1/locks/${encodeURIComponent(grants[0]!.key)}`)).body).toMatchObject({ held: false });
 
@@ -95,7 +95,7 @@ test('sign in once through the proxy; act through both replicas; restart one: st
     await consoles[0]!.stop();
     consoles[0] = startReplica(0);
     await waitForUrl(`${consoleUrls[0]}/signin`, consoles[0]);
-    await throughBoth(context.request, (r) => r.get('/api/me'), 200);
+    await throughBoth(context.request, (r, headers) => r.get('/api/me', { headers }), 200);
     await page.goto('/locks');
     await expect(page.getByTestId('whoami-name')).toHaveText(e2e.operatorName);
     await screenshot(page, 'console-replicas-after-restart');
@@ -105,11 +105,11 @@ test('sign in once through the proxy; act through both replicas; restart one: st
 
     // Sign out through one replica; both refuse the cookie at once, and the copy too.
     expect((await context.request.delete('/api/auth', { headers: { origin: proxy.url } })).status()).toBe(204);
-    await throughBoth(context.request, (r) => r.get('/api/me'), 401);
+    await throughBoth(context.request, (r, headers) => r.get('/api/me', { headers }), 401);
     const thief = await browser.newContext({ baseURL: proxy.url, storageState: copied });
     try {
-      await throughBoth(thief.request, (r) => r.get('/api/me'), 401);
-      await throughBoth(thief.request, (r) => r.get(`/api/locks?prefix=${encodeURIComponent(prefix)}`), 401);
+      await throughBoth(thief.request, (r, headers) => r.get('/api/me', { headers }), 401);
+      await throughBoth(thief.request, (r, headers) => r.get(`/api/locks?prefix=${encodeURIComponent(prefix)}`, { headers }), 401);
       // Each replica directly, too (no proxy in between).
       for (const url of consoleUrls) {
         const direct = await browser.newContext({ baseURL: url, storageState: copied });
