@@ -2,8 +2,8 @@
  * `npm run bench:profile` — one HTTP cell under load, for a CPU profile of the
  * server thread alone: `node --cpu-prof --cpu-prof-dir=DIR --import tsx bench/profile-server.ts`.
  * The profile's main-thread file covers start-up too; the load runs from
- * PROFILE_WARMUP_SECONDS on. Knobs: PROFILE_STORE (postgres | embedded, default
- * postgres), PROFILE_CONCURRENCY (default 64), PROFILE_SECONDS (default 10),
+ * PROFILE_WARMUP_SECONDS on. Knobs: PROFILE_STORE (postgres | embedded | etcd, default
+ * postgres; etcd: a one-member etcd on tmpfs, whose own CPU per cycle is printed too), PROFILE_CONCURRENCY (default 64), PROFILE_SECONDS (default 10),
  * PROFILE_KEYS (own | hot, default own), PROFILE_CLIENT (sdk | lean | node, default sdk: what users
  * send through; lean is the bench's raw-socket client, the server's cost with the least client
  * beside it), HOLDFAST_* settings as the server reads them. A change to the store's batching is
@@ -13,10 +13,12 @@
  */
 import os from 'node:os';
 import { readFileSync } from 'node:fs';
+import { startEtcd } from '../test/support/etcd.js';
 import { startPostgres } from '../test/support/postgres.js';
+import { processCpuMillis } from './lib/cpu.js';
 import type { KeyPattern } from './lib/load-task.js';
 import { runLoad } from './lib/run-load.js';
-import { startEmbeddedServer, startPostgresServer } from './lib/servers.js';
+import { startEmbeddedServer, startEtcdServer, startPostgresServer } from './lib/servers.js';
 import { summarise } from './lib/stats.js';
 import { formatStatements, PG_STATEMENTS_SETTINGS, readStatements, resetStatements, type StatementCounts } from './lib/pg-statements.js';
 
@@ -31,17 +33,28 @@ const statementLimit = Number(process.env.PROFILE_PG_STATEMENTS ?? 0) === 1 ? 15
 const statements = statementLimit > 0;
 if (statements && store !== 'postgres') throw new Error('PROFILE_PG_STATEMENTS needs PROFILE_STORE=postgres');
 
+if (!['postgres', 'embedded', 'etcd'].includes(store)) throw new Error(`PROFILE_STORE is postgres, embedded or etcd, not ${store}`);
 const postgres = store === 'postgres' ? await startPostgres(statements ? { settings: PG_STATEMENTS_SETTINGS } : {}) : null;
+const etcd = store === 'etcd' ? await startEtcd() : null;
 try {
   const postmasterPid = postgres ? Number(readFileSync(`${postgres.dataDir}/postmaster.pid`, 'utf8').split('\n')[0]) : null;
   const databaseUrl = postgres ? await postgres.createDatabase() : null;
-  const server = databaseUrl ? await startPostgresServer(databaseUrl, process.env.HOLDFAST_PG_POOL_SIZE) : await startEmbeddedServer();
+  const server = databaseUrl
+    ? await startPostgresServer(databaseUrl, process.env.HOLDFAST_PG_POOL_SIZE)
+    : etcd
+      ? await startEtcdServer(etcd.endpoints)
+      : await startEmbeddedServer();
+  const etcdCpu = () => (etcd ? processCpuMillis(etcd.member.pid!) : 0);
+  let etcdCpuAt = 0;
+  let etcdCpuMillis = 0;
   try {
     // Counted inside the measured window only: reset as it opens (the first reset creates the extension), read as it closes.
     if (statements) await resetStatements(databaseUrl!);
     let windowStart: Promise<void> | undefined;
     let windowEnd: Promise<StatementCounts> | undefined;
     const onWindow = (edge: 'start' | 'end') => {
+      if (edge === 'start') etcdCpuAt = etcdCpu();
+      else etcdCpuMillis = etcdCpu() - etcdCpuAt;
       if (!statements) return;
       if (edge === 'start') windowStart = resetStatements(databaseUrl!);
       else windowEnd = windowStart?.then(() => readStatements(databaseUrl!, statementLimit));
@@ -62,6 +75,7 @@ try {
     console.log(
       `${store} c=${concurrency}${hot ? ' hot' : ''} via ${client}: ${summary.cyclesPerSecond.toFixed(0)} cycles/s, p50 ${summary.p50Millis.toFixed(2)} ms, p99 ${summary.p99Millis.toFixed(2)} ms, ` +
         `server thread ${(result.cpu.mainThreadMillis / summary.cycles).toFixed(3)} ms/cycle, postgres ${result.cpu.postgresMillis === null ? '—' : (result.cpu.postgresMillis / summary.cycles).toFixed(3)} ms/cycle, ` +
+        (etcd ? `etcd ${(etcdCpuMillis / summary.cycles).toFixed(3)} ms/cycle, ` : '') +
         `errors ${JSON.stringify(result.errors)}, load ${os.loadavg().map((v) => v.toFixed(1)).join(' / ')}`,
     );
     if (windowEnd) for (const line of formatStatements(await windowEnd, summary.cycles)) console.log(line);
@@ -70,4 +84,5 @@ try {
   }
 } finally {
   await postgres?.stop();
+  await etcd?.stop();
 }

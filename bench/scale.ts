@@ -39,7 +39,7 @@ import { startEtcd } from '../test/support/etcd.js';
 import { startPostgres, type PostgresCluster } from '../test/support/postgres.js';
 import { PgDatabase } from '../lock/store/sql/pg-database.js';
 import { SqlLockStore } from '../lock/store/sql/sql-store.js';
-import { spawnServer, type ServerProcess } from '../test/support/server-process.js';
+import { BIN, spawnServer, type ServerProcess } from '../test/support/server-process.js';
 import { LeanHttpConnection } from './lib/lean-http.js';
 import { clusterCpuMillis } from './lib/cpu.js';
 import { linePlotPng } from './lib/png-plot.js';
@@ -61,6 +61,8 @@ const ETCD_OPEN_SECONDS = num('SCALE_ETCD_OPEN_SECONDS', 120);
 const ETCD_LOCK_SECONDS = num('SCALE_ETCD_LOCK_SECONDS', 45);
 /** `heartbeat-cpu`: only the CPU per heartbeat on PostgreSQL and on etcd, same closed loop (writes results/partial/). */
 const ONLY = process.env.SCALE_ONLY ?? '';
+/** heartbeat-cpu: the etcd-store server writes a V8 CPU profile here (node --cpu-prof) when it stops. */
+const ETCD_CPU_PROFILE_DIR = process.env.SCALE_ETCD_CPU_PROFILE_DIR ?? '';
 const PERIOD = TTL / 3;
 /**
  * TTLs a user might set, up to the API's maximum session TTL (300 s, lock/http/schemas.ts); the
@@ -405,7 +407,8 @@ async function heartbeatCpu(add: (label: string, value: string) => void, onPostg
   row('PostgreSQL', postgres);
   const etcd = await startEtcd();
   try {
-    const onEtcd = await spawnServer({ HOLDFAST_STORE: 'etcd', ETCD_ENDPOINTS: etcd.endpoints.join(','), HOLDFAST_SWEEP_INTERVAL_MS: '1000' });
+    const profiled = ETCD_CPU_PROFILE_DIR ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${ETCD_CPU_PROFILE_DIR}`, BIN, 'server'] } : {};
+    const onEtcd = await spawnServer({ HOLDFAST_STORE: 'etcd', ETCD_ENDPOINTS: etcd.endpoints.join(','), HOLDFAST_SWEEP_INTERVAL_MS: '1000' }, profiled);
     try {
       const onEtcdCpu = await measure(onEtcd, () => cpuMillis(etcd.member.pid!));
       row('etcd (one node)', onEtcdCpu);
