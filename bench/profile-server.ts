@@ -16,6 +16,7 @@ import { readFileSync } from 'node:fs';
 import { startEtcd } from '../test/support/etcd.js';
 import { startPostgres } from '../test/support/postgres.js';
 import { processCpuMillis } from './lib/cpu.js';
+import { counterDelta, readEtcdCounters, type EtcdCounters } from './lib/etcd-metrics.js';
 import type { KeyPattern } from './lib/load-task.js';
 import { runLoad } from './lib/run-load.js';
 import { startEmbeddedServer, startEtcdServer, startPostgresServer } from './lib/servers.js';
@@ -47,6 +48,8 @@ try {
   const etcdCpu = () => (etcd ? processCpuMillis(etcd.member.pid!) : 0);
   let etcdCpuAt = 0;
   let etcdCpuMillis = 0;
+  let etcdCountersAt: Promise<EtcdCounters> | undefined;
+  let etcdCounters: Promise<EtcdCounters> | undefined;
   try {
     // Counted inside the measured window only: reset as it opens (the first reset creates the extension), read as it closes.
     if (statements) await resetStatements(databaseUrl!);
@@ -55,6 +58,8 @@ try {
     const onWindow = (edge: 'start' | 'end') => {
       if (edge === 'start') etcdCpuAt = etcdCpu();
       else etcdCpuMillis = etcdCpu() - etcdCpuAt;
+      if (etcd && edge === 'start') etcdCountersAt = readEtcdCounters(etcd.member.clientUrl);
+      if (etcd && edge === 'end') etcdCounters = Promise.all([etcdCountersAt!, readEtcdCounters(etcd.member.clientUrl)]).then(([from, to]) => counterDelta(from, to));
       if (!statements) return;
       if (edge === 'start') windowStart = resetStatements(databaseUrl!);
       else windowEnd = windowStart?.then(() => readStatements(databaseUrl!, statementLimit));
@@ -78,6 +83,11 @@ try {
         (etcd ? `etcd ${(etcdCpuMillis / summary.cycles).toFixed(3)} ms/cycle, ` : '') +
         `errors ${JSON.stringify(result.errors)}, load ${os.loadavg().map((v) => v.toFixed(1)).join(' / ')}`,
     );
+    if (etcdCounters) {
+      const { calls, proposals } = await etcdCounters;
+      const perCycle = (n: number) => (n / summary.cycles).toFixed(3);
+      console.log(`etcd per cycle: ${Object.entries(calls).sort((a, b) => b[1] - a[1]).map(([method, n]) => `${method} ${perCycle(n)}`).join(', ')}; raft proposals ${perCycle(proposals)}`);
+    }
     if (windowEnd) for (const line of formatStatements(await windowEnd, summary.cycles)) console.log(line);
   } finally {
     await server.stop();

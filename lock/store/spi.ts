@@ -360,8 +360,9 @@ export interface FleetWaitState {
   readonly handsOff: boolean;
   /**
    * True when tryAcquire records `recordWait` in its own write on finding the key held by another
-   * live session (SQL): decided under the lock row's lock, so a release of that grant comes after
-   * the record and hands the key to the wait or announces the release. The answer's
+   * live session (SQL: decided under the lock row's lock, so a release of that grant comes after
+   * the record and hands the key to the wait or announces the release; etcd: a nested txn in the
+   * try's failure branch, so the wait's revision-addressed watch starts at the record). The answer's
    * `waitRecorded` says this try recorded it; absent, this try recorded nothing: the key was free or
    * the session's own, the instance is gone (or ending), the wait id is recorded already (an earlier
    * try that got no answer may have recorded it), or the try was retried without records (a key that

@@ -189,6 +189,48 @@ describe.each(['postgres', 'embedded', 'etcd'] as const)('fleet wait state on %s
     expect(await fleet.totalWaiters()).toBe(0);
   });
 
+  it('a try carrying its wait records it only when another live session holds the key, in the same write; a later grant with its id ends it', async () => {
+    expect(fleet.recordsOnTry).toBe(true);
+    const key = `record-on-try-${run}`;
+    const holder = await openTestSession(store);
+    const waiters = await Promise.all(Array.from({ length: 4 }, () => openTestSession(store)));
+    const attempt = (s: (typeof waiters)[number], waitId: string, onInstance = instanceId) =>
+      // No ttlMillis: a wait recorded without it is never handed the key (spi.ts beginWait), so the grant below is a try's.
+      store.tryAcquire({ key, session: s.credential, ttlMillis: 60_000, recordWait: { waitId, instanceId: onInstance } });
+
+    // A free key: granted, nothing recorded.
+    const free = await attempt(holder, `w-free-${run}`);
+    expect(free.kind).toBe('granted');
+    expect(await fleet.totalWaiters()).toBe(0);
+    // The holder's own key: answered as its grant, nothing recorded.
+    expect((await attempt(holder, `w-own-${run}`)).kind).toBe('granted');
+    expect(await fleet.totalWaiters()).toBe(0);
+
+    // Held by another: each try of one turn (batched) records its own wait and says so.
+    const held = await Promise.all(waiters.map((s, i) => attempt(s, `w-try-${i}-${run}`)));
+    for (const result of held) expect(result).toMatchObject({ kind: 'held', waitRecorded: true });
+    expect((await fleet.waiterCounts([key])).get(key)).toBe(waiters.length);
+    // A try sent again with the same record (its first answer lost) keeps one wait, not two (whether it
+    // says it recorded it is the store's: SQL answers "recorded already" as not recorded by this try).
+    expect((await attempt(waiters[0]!, `w-try-0-${run}`)).kind).toBe('held');
+    expect((await fleet.waiterCounts([key])).get(key)).toBe(waiters.length);
+    // From an instance that is not in the fleet: held, not recorded.
+    const stranger = await openTestSession(store);
+    const unrecorded = await attempt(stranger, `w-stranger-${run}`, `i_absent_${run}`);
+    expect(unrecorded.kind).toBe('held');
+    expect(unrecorded.kind === 'held' && unrecorded.waitRecorded).toBeFalsy();
+    expect((await fleet.waiterCounts([key])).get(key)).toBe(waiters.length);
+
+    // Released: the first waiter's grant, sent with its wait's id, ends that wait in the grant's own write.
+    if (free.kind !== 'granted') throw new Error('unreachable');
+    expect((await store.release({ key, session: holder.credential, fencingToken: free.grant.fencingToken })).kind).toBe('released');
+    const granted = await store.tryAcquire({ key, session: waiters[0]!.credential, ttlMillis: 60_000, waitId: `w-try-0-${run}` });
+    expect(granted.kind).toBe('granted');
+    expect((await fleet.waiterCounts([key])).get(key)).toBe(waiters.length - 1);
+    await Promise.all(waiters.slice(1).map((_, i) => fleet.endWait(`w-try-${i + 1}-${run}`)));
+    expect(await fleet.totalWaiters()).toBe(0);
+  });
+
   it("publications: each live instance's last published JSON, none from an instance that left", async () => {
     const live = `i_pub_live_${backend}_${run}`;
     const left = `i_pub_gone_${backend}_${run}`;

@@ -13,6 +13,7 @@ import { SharedKeepAlive } from './keep-alive-stream.js';
 import { deleteOp, getOp, modRevisionIs, prefixRange, rangeResult } from './ops.js';
 import { decodeSession, type SessionRow } from './records.js';
 import { SessionCache } from './session-cache.js';
+import { RecordedWaits } from './wait-record.js';
 
 /** A contended write (compare failed because someone else changed the key) is re-decided this many times. */
 export const MAX_DECISIONS = 16;
@@ -31,6 +32,8 @@ export class EtcdContext {
   readonly keepAlives = new SharedKeepAlive(() => this.etcd());
   /** Single-key reads of one turn as one read txn (liveness checks, heartbeats). */
   readonly pointReads = new KeyReadBatcher(() => this.etcd());
+  /** Waits recorded through this process: beginWait's and those a try recorded in its own txn. */
+  readonly recordedWaits = new RecordedWaits();
 
   constructor(
     readonly keys: KeyLayout,

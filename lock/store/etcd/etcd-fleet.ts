@@ -18,10 +18,11 @@ import type { LockMode } from '../../../contract/records.js';
 import type { DeadlockVerdict, FleetWaitState, InstancePublication, WaitEdge } from '../spi.js';
 import { DeadlockVerdicts } from './deadlock-verdicts.js';
 import { range, readTxn } from './etcd-client.js';
-import { FleetReads, READ_BATCH, type EtcdFleetContext, type StoredWait, type WaitRow } from './fleet-reads.js';
+import { FleetReads, READ_BATCH, type EtcdFleetContext, type WaitRow } from './fleet-reads.js';
 import { grantLease, leaseTtlSeconds, revokeLease } from './leases.js';
-import { createRevisionIs, createRevisionIsNot, deleteOp, modRevisionIs, prefixRange, putOp, rangeResults } from './ops.js';
+import { createRevisionIs, deleteOp, modRevisionIs, prefixRange, putOp, rangeResults } from './ops.js';
 import { ReleaseBatcher } from './release-batcher.js';
+import { waitWrite } from './wait-record.js';
 
 export type { EtcdFleetContext } from './fleet-reads.js';
 
@@ -32,13 +33,14 @@ export class EtcdFleet implements FleetWaitState {
    * release wakes the key's waiters (their revision-addressed watches) and they try.
    */
   readonly handsOff = false;
-  /** A wait is recorded by beginWait: an etcd txn's failure branch could put it, but not only on "held". */
-  readonly recordsOnTry = false;
+  /**
+   * A mutex try records its wait in its own txn's failure branch (etcd-grants.ts), as a nested txn
+   * whose compares admit only "held by another": one raft entry where try and record took two.
+   */
+  readonly recordsOnTry = true;
 
   /** Leases of the instances this process heartbeats (normally one). */
   private readonly instanceLeases = new Map<string, string>();
-  /** Waits recorded through this process, so endWait finds their keys without a scan. */
-  private readonly recorded = new Map<string, { etcdKey: Buffer; instanceId: string }>();
   /**
    * Waits begin and end in bursts under contention (every waiter of a hot key records itself): the
    * wait writes of one event-loop turn share one etcd txn, each its own nested txn (one raft entry).
@@ -125,28 +127,12 @@ export class EtcdFleet implements FleetWaitState {
     deadlineMillis?: number;
     mode?: LockMode;
   }): Promise<void> {
-    const keys = this.ctx.keys;
-    const etcdKey = keys.wait(req.key, req.waitId);
     let session = await this.ctx.knownSession(req.sessionId);
     for (let attempt = 0; attempt < 2 && session; attempt += 1) {
       const current = session;
-      const stored: StoredWait = {
-        waitId: req.waitId,
-        sessionId: req.sessionId,
-        sessionRevision: current.createRevision,
-        key: req.key,
-        instanceId: req.instanceId,
-        leaseId: current.session.leaseId,
-        recordedAt: this.ctx.clock(),
-        // Only a shared wait says so: an exclusive one (the default) is what keeps new shared grants out.
-        ...(req.mode === 'shared' ? { mode: req.mode } : {}),
-      };
-      const txn = {
-        // Only while that session incarnation (whose lease the key joins) and the instance are live.
-        compare: [createRevisionIs(keys.session(req.sessionId), current.createRevision), createRevisionIsNot(keys.instance(req.instanceId), '0')],
-        success: [putOp(etcdKey, Buffer.from(JSON.stringify(stored)), current.session.leaseId)],
-        failure: [],
-      };
+      const write = waitWrite(this.ctx.keys, req, current, this.ctx.clock());
+      const etcdKey = write.etcdKey;
+      const txn = { compare: write.compare, success: [write.put], failure: [] };
       let response;
       try {
         response = await this.waitWrites.submit(etcdKey, txn);
@@ -161,7 +147,7 @@ export class EtcdFleet implements FleetWaitState {
         }
       }
       if (response.succeeded) {
-        this.recorded.set(req.waitId, { etcdKey, instanceId: req.instanceId });
+        this.ctx.recordedWaits.remember(req.waitId, etcdKey, req.instanceId);
         return;
       }
       // The cached incarnation may be stale: read once. Gone means a no-op (the wait's next try answers).
@@ -175,14 +161,14 @@ export class EtcdFleet implements FleetWaitState {
    * core sends no endWait for it: nothing is kept for it here either.
    */
   endedByGrant(waitId: string): void {
-    this.recorded.delete(waitId);
+    this.ctx.recordedWaits.forget(waitId);
   }
 
   /** Never hands a wait a key: see `handsOff`. */
   async endWait(waitId: string): Promise<null> {
-    const known = this.recorded.get(waitId) ?? (await this.reads.findWait(waitId));
+    const known = this.ctx.recordedWaits.get(waitId) ?? (await this.reads.findWait(waitId));
     if (!known) return null;
-    this.recorded.delete(waitId);
+    this.ctx.recordedWaits.forget(waitId);
     const ops = [deleteOp(known.etcdKey), deleteOp(this.ctx.keys.verdict(known.instanceId, waitId))];
     await this.waitWrites.submit(known.etcdKey, { compare: [], success: ops, failure: [] });
     return null;

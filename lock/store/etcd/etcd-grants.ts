@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ITxnResponse } from 'etcd3';
 import { NotLeaderError } from '../../errors.js';
-import { MUTEX, type FencingToken, type LockGrant, type Page } from '../../../contract/records.js';
+import { type FencingToken, type Page } from '../../../contract/records.js';
 import type {
   AuditDraft,
   EndedLock,
@@ -26,25 +26,23 @@ import { decodeCursor, encodeCursor } from './cursors.js';
 import { range, readTxn } from './etcd-client.js';
 import type { EtcdAudit } from './etcd-audit.js';
 import { MAX_DECISIONS, type EtcdContext } from './etcd-context.js';
-import { grantToken, slotIs, tokenParts } from './grant-tokens.js';
+import { slotIs, tokenParts } from './grant-tokens.js';
 import { GrantLeasePool, grantLease } from './leases.js';
 import {
   createRevisionIs,
-  createRevisionIsNot,
   deletedResult,
   deleteOp,
   getOp,
   modRevisionIs,
   prefixRange,
   putOp,
-  rangeOp,
   rangeResult,
-  rangeResults,
 } from './ops.js';
-import { decodeLock, decodeSession, encode, type SessionRow, type StoredLock } from './records.js';
+import { decodeLock, decodeSession, encode, type StoredLock } from './records.js';
 import { ReleaseBatcher } from './release-batcher.js';
 import { HolderGrants, type HolderMemory } from './holder-grants.js';
 import { EtcdRevocation } from './etcd-revocation.js';
+import { MutexTry } from './mutex-try.js';
 import { holdingOf } from '../../../contract/wire-rules.js';
 import { describeHolders, dropAnchorIfEmpty, isAnchor, isMutex, liveHolders, livenessKey } from './holders.js';
 
@@ -56,12 +54,14 @@ export class EtcdGrants {
   private readonly acquires: AcquireBatcher;
   /** Shared and limit > 1 grants (holder-grants.ts). */
   private readonly multi: HolderGrants;
+  /** Mutex tries, with the wait a contended one records in its own txn (mutex-try.ts). */
+  private readonly mutex: MutexTry;
   private readonly revocation: EtcdRevocation;
 
   constructor(
     private readonly ctx: EtcdContext,
     audit: EtcdAudit,
-    private readonly holders: HolderMemory,
+    holders: HolderMemory,
     acquireBatching: boolean,
   ) {
     this.grantLeases = new GrantLeasePool((seconds) => ctx.write(() => grantLease(ctx.etcd(), seconds)));
@@ -71,123 +71,13 @@ export class EtcdGrants {
     );
     this.acquires = new AcquireBatcher(() => ctx.etcd(), acquireBatching);
     this.multi = new HolderGrants(ctx, this.grantLeases, this.acquires, holders);
+    this.mutex = new MutexTry(ctx, this.grantLeases, this.acquires, this.multi, holders);
     this.revocation = new EtcdRevocation(ctx, audit);
   }
 
   async tryAcquire(req: AcquireAttempt): Promise<TryAcquireResult> {
     const want = holdingOf(req);
-    if (!isMutex(want)) return this.multi.tryAcquire(req, want);
-    const client = this.ctx.etcd();
-    const sessionId = req.session.sessionId;
-    const lockKey = this.ctx.keys.lock(req.key);
-    const recordKey = this.ctx.keys.lockRecord(sessionId, req.key);
-    const sessionKey = this.ctx.keys.session(sessionId);
-    const endedWait = req.waitId !== undefined ? this.ctx.keys.wait(req.key, req.waitId) : null;
-    let session = await this.ctx.knownSession(sessionId);
-    const writeId = randomUUID();
-    let uncertain = false;
-    const startedAt = Date.now(); // wall time only for the unavailability budget
-    for (let decision = 0; decision < MAX_DECISIONS; decision += 1) {
-      if (!session) return { kind: 'session_not_found' };
-      if (session.session.tokenHash !== req.session.tokenHash) return { kind: 'unauthenticated' };
-      const leaseId = await this.grantLeases.forTtl(req.ttlMillis);
-      const now = this.ctx.clock();
-      const expiresAt = now + req.ttlMillis;
-      const current: SessionRow = session;
-      let answer: { response: ITxnResponse; slot: string };
-      try {
-        // One txn (shared with the other acquires of this turn): create the lock (on its TTL bucket's lease)
-        // and its record if both are absent, only while the session is the incarnation whose hash was
-        // checked. The token is the commit's revision × 1000 + this grant's slot in the batch.
-        answer = await this.acquires.submit(lockKey, (slot) => {
-          const mine: StoredLock = {
-            slot,
-            sessionId,
-            sessionRevision: current.createRevision,
-            owner: current.session.owner,
-            ttlMillis: req.ttlMillis,
-            grantedAt: now,
-            expiresAt,
-            leaseId,
-            writeId,
-            ...(req.value !== undefined ? { value: req.value } : {}),
-          };
-          const value = encode(mine);
-          return {
-            compare: [createRevisionIs(lockKey, '0'), createRevisionIs(recordKey, '0'), createRevisionIs(sessionKey, current.createRevision)],
-            // The grant ends this caller's recorded wait on the key in the same write (read-your-writes on waits).
-            success: [putOp(lockKey, value, leaseId), putOp(recordKey, value), ...(endedWait ? [deleteOp(endedWait)] : [])],
-            // The key's multi-holder grants too (none on a mutex key): a key with an anchor is decided on them.
-            failure: [getOp(lockKey), getOp(sessionKey), getOp(recordKey), rangeOp(this.ctx.keys.holdersOf(req.key))],
-          };
-        });
-      } catch (error) {
-        // Applied or not? The next round's txn reads back exactly that (this call's writeId on the lock key).
-        await this.ctx.pauseIfUnavailable(error, startedAt);
-        uncertain = true;
-        continue;
-      }
-      const { response } = answer;
-      if (response.succeeded) {
-        const grant: LockGrant = {
-          key: req.key,
-          sessionId,
-          fencingToken: grantToken(response.header.revision, answer.slot),
-          ttlMillis: req.ttlMillis,
-          grantedAt: now,
-          expiresAt,
-          ...MUTEX,
-          ...(req.value !== undefined ? { value: req.value } : {}),
-        };
-        return { kind: 'granted', grant, owner: current.session.owner, existing: false };
-      }
-      const sessionKv = rangeResult(response, 1);
-      if (!sessionKv) {
-        this.ctx.sessions.forget(sessionId);
-        return { kind: 'session_not_found' };
-      }
-      const fresh = decodeSession(sessionKv);
-      this.ctx.sessions.remember(fresh);
-      if (fresh.createRevision !== session.createRevision) {
-        session = fresh; // another incarnation under this id: its hash is checked next round
-        continue;
-      }
-      const lockKv = rangeResult(response, 0);
-      const recordKv = rangeResult(response, 2);
-      if (!lockKv) {
-        // Free, but our record of an earlier grant of this key was not swept yet: it can no
-        // longer be reported (its key is being reused), so drop it and take the key.
-        if (recordKv) await this.ctx.deleteIfUnchanged(recordKv);
-        continue;
-      }
-      if (isAnchor(lockKv)) {
-        // Shared or semaphore grants hold the key, or held it: they answer, or the key is taken over.
-        const answered = await this.multi.mutexOnAnchor(req.key, lockKv, rangeResults(response, 3), session, response.header.revision);
-        if (answered) return answered;
-        continue;
-      }
-      const row = decodeLock(req.key, lockKv);
-      if (row.stored.sessionId === sessionId && row.stored.sessionRevision === session.createRevision) {
-        // Ours already. If our own earlier attempt broke mid-flight and landed, it is this call's grant.
-        const landed = uncertain && row.stored.writeId === writeId;
-        return { kind: 'granted', grant: stripOwner(row.lock), owner: row.lock.owner, existing: !landed };
-      }
-      if (await this.ctx.sessionIncarnationLive(row.stored.sessionId, row.stored.sessionRevision)) {
-        // The failed attempt's revision: a release after it is what a waiter waits for.
-        this.holders.rememberHolders(req.key, [row.stored.sessionId]);
-        return { kind: 'held', holder: row.lock, observedRevision: response.header.revision };
-      }
-      // The holder's session lapsed (its lease ran out) but nobody swept yet: the lock is free.
-      // Remove exactly that incarnation of the key (its record stays for the sweeper), then create anew.
-      await this.ctx.write(() =>
-        client.kv.txn({
-          compare: [modRevisionIs(lockKey, row.modRevision), createRevisionIsNot(this.ctx.keys.session(row.stored.sessionId), row.stored.sessionRevision)],
-          success: [deleteOp(lockKey)],
-          failure: [],
-        }),
-      );
-    }
-    throw new NotLeaderError(`acquire of ${JSON.stringify(req.key)} kept racing other writers`);
+    return isMutex(want) ? this.mutex.tryAcquire(req) : this.multi.tryAcquire(req, want);
   }
 
   async renew(req: RenewRequest): Promise<RenewResult> {
@@ -395,6 +285,3 @@ export class EtcdGrants {
     return removed;
   }
 }
-
-/** A held lock as its grant (the owner is answered beside it). */
-const stripOwner = ({ owner: _owner, ...grant }: HeldLock): LockGrant => grant;

@@ -136,6 +136,7 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
       knownSession: (sessionId, fresh) => (fresh ? ctx.readLiveSession(sessionId) : ctx.knownSession(sessionId)),
       keepAlive: (leaseId) => ctx.keepAlives.keepAlive(leaseId),
       clock: () => ctx.clock(),
+      recordedWaits: ctx.recordedWaits,
     });
   }
 

@@ -5,11 +5,11 @@
  * verdicts (deadlock-verdicts.ts).
  */
 import type { Etcd3, IKeyValue } from 'etcd3';
-import type { LockMode } from '../../../contract/records.js';
 import { readTxn } from './etcd-client.js';
 import type { KeyLayout } from './keys.js';
 import { prefixRange, rangeResult, rangeResults } from './ops.js';
 import type { SessionRow } from './records.js';
+import type { RecordedWaits, StoredWait } from './wait-record.js';
 
 /** What the store lends the fleet: its client, retrying writes, session lookups and keep-alives. */
 export interface EtcdFleetContext {
@@ -20,21 +20,10 @@ export interface EtcdFleetContext {
   knownSession(sessionId: string, fresh?: boolean): Promise<SessionRow | null>;
   keepAlive(leaseId: string): Promise<number>;
   clock(): number;
+  /** Waits recorded through this process (by beginWait or by a try), shared with the grants. */
+  recordedWaits: RecordedWaits;
 }
 
-export interface StoredWait {
-  waitId: string;
-  sessionId: string;
-  /** Create revision of the waiting session's liveness key: the incarnation that waits. */
-  sessionRevision: string;
-  key: string;
-  instanceId: string;
-  leaseId: string;
-  /** Advisory (the recording server's clock); the create revision orders waits. */
-  recordedAt: number;
-  /** `shared` for a wait of a shared attempt; absent for an exclusive one, which keeps new shared grants out (writer preference). */
-  mode?: LockMode;
-}
 
 export interface WaitRow {
   stored: StoredWait;

@@ -18,7 +18,7 @@ import type { LockGrant } from '../../../contract/records.js';
 import type { AcquireAttempt, TryAcquireResult } from '../spi.js';
 import type { AcquireBatcher } from './acquire-batcher.js';
 import { MAX_DECISIONS, type EtcdContext } from './etcd-context.js';
-import type { StoredWait } from './fleet-reads.js';
+import type { StoredWait } from './wait-record.js';
 import { grantToken } from './grant-tokens.js';
 import { admission } from '../multi-holder.js';
 import { encodeAnchor, isAnchor, liveHolders, type Holding } from './holders.js';
@@ -35,7 +35,7 @@ import {
   rangeResult,
   rangeResults,
 } from './ops.js';
-import { decodeLock, decodeSession, encode, type LockRow, type SessionRow, type StoredLock } from './records.js';
+import { decodeLock, decodeSession, encode, newGrantRecord, type LockRow, type SessionRow, type StoredLock } from './records.js';
 
 /** Rounds one attempt may take in all, however many of them other grants won (each a txn). */
 const MAX_ROUNDS = 2_048;
@@ -114,20 +114,7 @@ export class HolderGrants {
       let answer: { response: ITxnResponse; slot: string };
       try {
         answer = await this.acquires.submit(lockKey, (slot) => {
-          const mine: StoredLock = {
-            slot,
-            sessionId,
-            sessionRevision: current.createRevision,
-            owner: current.session.owner,
-            ttlMillis: req.ttlMillis,
-            grantedAt: now,
-            expiresAt,
-            leaseId,
-            writeId,
-            ...(req.value !== undefined ? { value: req.value } : {}),
-            mode: want.mode,
-            limit: want.limit,
-          };
+          const mine: StoredLock = { ...newGrantRecord({ slot, session: current, attempt: req, leaseId, writeId, now }), mode: want.mode, limit: want.limit };
           const value = encode(mine);
           return {
             compare: [...expect, createRevisionIs(holderKey, '0'), createRevisionIs(recordKey, '0'), createRevisionIs(sessionKey, current.createRevision)],

@@ -47,6 +47,29 @@ export interface StoredLock {
   limit?: number;
 }
 
+/** A new grant's stored form (a mutex's; a multi-holder grant adds its mode and limit). */
+export function newGrantRecord(g: {
+  slot: string;
+  session: SessionRow;
+  attempt: { ttlMillis: number; value?: string };
+  leaseId: string;
+  writeId: string;
+  now: number;
+}): StoredLock {
+  return {
+    slot: g.slot,
+    sessionId: g.session.session.sessionId,
+    sessionRevision: g.session.createRevision,
+    owner: g.session.session.owner,
+    ttlMillis: g.attempt.ttlMillis,
+    grantedAt: g.now,
+    expiresAt: g.now + g.attempt.ttlMillis,
+    leaseId: g.leaseId,
+    writeId: g.writeId,
+    ...(g.attempt.value !== undefined ? { value: g.attempt.value } : {}),
+  };
+}
+
 /** A lock as read from etcd (liveness key or grant record): its record plus the revisions the store compares on. */
 export interface LockRow {
   lock: HeldLock;
