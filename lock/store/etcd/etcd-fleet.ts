@@ -34,7 +34,7 @@ export class EtcdFleet implements FleetWaitState {
    */
   readonly handsOff = false;
   /**
-   * A mutex try records its wait in its own txn's failure branch (etcd-grants.ts), as a nested txn
+   * A mutex try records its wait in its own txn's failure branch (mutex-try.ts), as a nested txn
    * whose compares admit only "held by another": one raft entry where try and record took two.
    */
   readonly recordsOnTry = true;

@@ -54,7 +54,9 @@ export class MutexTry {
     const unrecorded = async (result: TryAcquireResult, deletedByGrant = false): Promise<TryAcquireResult> => {
       if (waitRecorded && toRecord && recordKeyOfWait) {
         this.ctx.recordedWaits.forget(toRecord.waitId);
-        if (!deletedByGrant) await this.ctx.write(() => client.kv.txn({ compare: [], success: [deleteOp(recordKeyOfWait)], failure: [] }));
+        // As endWait ends one: with any deadlock verdict marked on it meanwhile.
+        const ops = [deleteOp(recordKeyOfWait), deleteOp(this.ctx.keys.verdict(toRecord.instanceId, toRecord.waitId))];
+        if (!deletedByGrant) await this.ctx.write(() => client.kv.txn({ compare: [], success: ops, failure: [] }));
       }
       return result;
     };
