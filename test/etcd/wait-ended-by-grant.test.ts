@@ -5,6 +5,7 @@
  * instance's memory for as long as the process runs.
  */
 import { describe, expect, it } from 'vitest';
+import type { RecordedWaits } from '../../lock/store/etcd/wait-record.js';
 import { etcdStores, openSession } from './helpers.js';
 
 describe('a wait ended by its grant on etcd', () => {
@@ -34,9 +35,10 @@ describe('a wait ended by its grant on etcd', () => {
       token = granted.grant.fencingToken;
       holding = next;
     }
-    // What the fleet remembers of waits recorded through this process (for endWait without a scan).
-    const remembered = (store.fleet as unknown as { recorded: Map<string, unknown> }).recorded;
-    expect(waitIds.filter((waitId) => remembered.has(waitId))).toEqual([]);
+    // What the store remembers of waits recorded through this process (for endWait without a scan; wait-record.ts).
+    const remembered = (store as unknown as { ctx: { recordedWaits: RecordedWaits } }).ctx.recordedWaits;
+    expect(remembered).toBeDefined();
+    expect(waitIds.filter((waitId) => remembered.get(waitId) !== undefined)).toEqual([]);
     await store.release({ key, session: holding.credential, fencingToken: token });
   });
 });
