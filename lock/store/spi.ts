@@ -72,8 +72,9 @@
  * - FleetWaitState: wait starts (WaitEdge.startedAt) are in one fleet-wide order, so every
  *   instance picks the same youngest wait.
  * - FleetWaitState: a grant ends the session's recorded wait on that key in the grant's own write
- *   (SQL: every wait of the session on the key; etcd: the attempt's `waitId`), so a read after the
- *   grant never counts its holder as waiting (read-your-writes on waits).
+ *   (SQL: every wait of the session on the key; etcd: the attempt's `waitId`, and its `recordWait`,
+ *   which an earlier try that got no answer may have recorded), so a read after the grant never
+ *   counts its holder as waiting (read-your-writes on waits).
  * - FleetWaitState with `handsOff` (SQL): a release hands the key to the oldest recorded wait
  *   that can take it in the releasing statement (FIFO in that fleet-wide order); the handed wait
  *   stops counting in the same write, is announced on the release feed with its grant, and its

@@ -42,17 +42,21 @@ export class MutexTry {
     const sessionKey = this.ctx.keys.session(sessionId);
     const toRecord = req.recordWait;
     const recordKeyOfWait = toRecord ? this.ctx.keys.wait(req.key, toRecord.waitId) : null;
-    // A grant ends this caller's recorded wait on the key in the same write: the one it names, or the one this try recorded.
-    let endedWait = req.waitId !== undefined ? this.ctx.keys.wait(req.key, req.waitId) : null;
+    // A grant ends this caller's recorded wait on the key in the same write: the one it names, and the one it
+    // carries, which this try or an earlier one whose answer was lost may have recorded (with any verdict on it).
+    const endedByGrant = [
+      ...(req.waitId !== undefined && req.waitId !== toRecord?.waitId ? [deleteOp(this.ctx.keys.wait(req.key, req.waitId))] : []),
+      ...(toRecord && recordKeyOfWait ? [deleteOp(recordKeyOfWait), deleteOp(this.ctx.keys.verdict(toRecord.instanceId, toRecord.waitId))] : []),
+    ];
     let waitRecorded = false;
     let session = await this.ctx.knownSession(sessionId);
     const writeId = randomUUID();
     let uncertain = false;
     const startedAt = Date.now(); // wall time only for the unavailability budget
 
-    /** Any answer but "held": a wait this try recorded goes (a grant's own txn deleted it already). */
+    /** Any answer but "held": a wait this try recorded goes (a grant's own txn deleted it already, recorded or not). */
     const unrecorded = async (result: TryAcquireResult, deletedByGrant = false): Promise<TryAcquireResult> => {
-      if (waitRecorded && toRecord && recordKeyOfWait) {
+      if ((waitRecorded || deletedByGrant) && toRecord && recordKeyOfWait) {
         this.ctx.recordedWaits.forget(toRecord.waitId);
         // As endWait ends one: with any deadlock verdict marked on it meanwhile.
         const ops = [deleteOp(recordKeyOfWait), deleteOp(this.ctx.keys.verdict(toRecord.instanceId, toRecord.waitId))];
@@ -77,7 +81,7 @@ export class MutexTry {
           const value = encode(mine);
           return {
             compare: [createRevisionIs(lockKey, '0'), createRevisionIs(recordKey, '0'), createRevisionIs(sessionKey, current.createRevision)],
-            success: [putOp(lockKey, value, leaseId), putOp(recordKey, value), ...(endedWait ? [deleteOp(endedWait)] : [])],
+            success: [putOp(lockKey, value, leaseId), putOp(recordKey, value), ...endedByGrant],
             // The key's multi-holder grants too (none on a mutex key): a key with an anchor is decided on them.
             failure: [getOp(lockKey), getOp(sessionKey), getOp(recordKey), rangeOp(this.ctx.keys.holdersOf(req.key)), ...(recordOp ? [recordOp] : [])],
           };
@@ -104,7 +108,6 @@ export class MutexTry {
       }
       if (recordOp && toRecord && recordKeyOfWait && (response.responses[RECORD_RESPONSE]?.response_txn as ITxnResponse | undefined)?.succeeded) {
         waitRecorded = true;
-        endedWait = recordKeyOfWait;
         this.ctx.recordedWaits.remember(toRecord.waitId, recordKeyOfWait, toRecord.instanceId);
       }
       const sessionKv = rangeResult(response, 1);
@@ -137,7 +140,7 @@ export class MutexTry {
       if (row.stored.sessionId === sessionId && row.stored.sessionRevision === session.createRevision) {
         // Ours already. If our own earlier attempt broke mid-flight and landed, it is this call's grant.
         const landed = uncertain && row.stored.writeId === writeId;
-        return unrecorded({ kind: 'granted', grant: stripOwner(row.lock), owner: row.lock.owner, existing: !landed });
+        return unrecorded({ kind: 'granted', grant: stripOwner(row.lock), owner: row.lock.owner, existing: !landed }, landed);
       }
       if (await this.ctx.sessionIncarnationLive(row.stored.sessionId, row.stored.sessionRevision)) {
         // The failed attempt's revision: a release after it is what a waiter waits for.
