@@ -81,6 +81,7 @@ try {
       `${store} c=${concurrency}${hot ? ' hot' : ''} via ${client}: ${summary.cyclesPerSecond.toFixed(0)} cycles/s, p50 ${summary.p50Millis.toFixed(2)} ms, p99 ${summary.p99Millis.toFixed(2)} ms, ` +
         `server thread ${(result.cpu.mainThreadMillis / summary.cycles).toFixed(3)} ms/cycle, postgres ${result.cpu.postgresMillis === null ? '—' : (result.cpu.postgresMillis / summary.cycles).toFixed(3)} ms/cycle, ` +
         (etcd ? `etcd ${(etcdCpuMillis / summary.cycles).toFixed(3)} ms/cycle, ` : '') +
+        (result.cpu.clientThreadMillis === null ? '' : `client thread ${(result.cpu.clientThreadMillis / summary.cycles).toFixed(3)} ms/cycle, `) +
         `errors ${JSON.stringify(result.errors)}, load ${os.loadavg().map((v) => v.toFixed(1)).join(' / ')}`,
     );
     if (etcdCounters) {
