@@ -14,12 +14,10 @@
 import { randomUUID } from 'node:crypto';
 import type { ICompare, IKeyValue, ITxnResponse } from 'etcd3';
 import { NotLeaderError } from '../../errors.js';
-import type { LockGrant } from '../../../contract/records.js';
 import type { AcquireAttempt, TryAcquireResult } from '../spi.js';
 import type { AcquireBatcher } from './acquire-batcher.js';
 import { MAX_DECISIONS, type EtcdContext } from './etcd-context.js';
 import type { StoredWait } from './wait-record.js';
-import { grantToken } from './grant-tokens.js';
 import { admission } from '../multi-holder.js';
 import { encodeAnchor, isAnchor, liveHolders, type Holding } from './holders.js';
 import type { GrantLeasePool } from './leases.js';
@@ -35,7 +33,7 @@ import {
   rangeResult,
   rangeResults,
 } from './ops.js';
-import { decodeLock, decodeSession, encode, newGrantRecord, type LockRow, type SessionRow, type StoredLock } from './records.js';
+import { committedGrant, decodeLock, decodeSession, encode, newGrantRecord, type LockRow, type SessionRow, type StoredLock } from './records.js';
 
 /** Rounds one attempt may take in all, however many of them other grants won (each a txn). */
 const MAX_ROUNDS = 2_048;
@@ -108,7 +106,6 @@ export class HolderGrants {
       if (session.session.tokenHash !== req.session.tokenHash) return { kind: 'unauthenticated' };
       const leaseId = await this.grantLeases.forTtl(req.ttlMillis);
       const now = this.ctx.clock();
-      const expiresAt = now + req.ttlMillis;
       const current: SessionRow = session;
       const expect = expected;
       let answer: { response: ITxnResponse; slot: string };
@@ -137,17 +134,7 @@ export class HolderGrants {
       }
       const { response } = answer;
       if (response.succeeded) {
-        const grant: LockGrant = {
-          key: req.key,
-          sessionId,
-          fencingToken: grantToken(response.header.revision, answer.slot),
-          ttlMillis: req.ttlMillis,
-          grantedAt: now,
-          expiresAt,
-          mode: want.mode,
-          limit: want.limit,
-          ...(req.value !== undefined ? { value: req.value } : {}),
-        };
+        const grant = committedGrant({ attempt: req, sessionId, revision: response.header.revision, slot: answer.slot, now, holding: want });
         return { kind: 'granted', grant, owner: current.session.owner, existing: false };
       }
       const sessionKv = rangeResult(response, 1);

@@ -14,12 +14,11 @@ import type { AcquireAttempt, HeldLock, TryAcquireResult } from '../spi.js';
 import type { AcquireBatcher } from './acquire-batcher.js';
 import type { EtcdContext } from './etcd-context.js';
 import { MAX_DECISIONS } from './etcd-context.js';
-import { grantToken } from './grant-tokens.js';
 import type { HolderGrants, HolderMemory } from './holder-grants.js';
 import { isAnchor } from './holders.js';
 import type { GrantLeasePool } from './leases.js';
 import { createRevisionIs, createRevisionIsNot, deleteOp, getOp, modRevisionIs, putOp, rangeOp, rangeResult, rangeResults } from './ops.js';
-import { decodeLock, decodeSession, encode, newGrantRecord, type SessionRow } from './records.js';
+import { committedGrant, decodeLock, decodeSession, encode, newGrantRecord, type SessionRow } from './records.js';
 import { waitWrite } from './wait-record.js';
 
 /** Where the failure branch answers the nested wait record (after lock, session, record, holders). */
@@ -70,7 +69,6 @@ export class MutexTry {
       if (session.session.tokenHash !== req.session.tokenHash) return unrecorded({ kind: 'unauthenticated' });
       const leaseId = await this.grantLeases.forTtl(req.ttlMillis);
       const now = this.ctx.clock();
-      const expiresAt = now + req.ttlMillis;
       const current: SessionRow = session;
       const recordOp = toRecord ? this.recordOp(req, current, lockKey, recordKey, now) : null;
       let answer: { response: ITxnResponse; slot: string };
@@ -94,16 +92,7 @@ export class MutexTry {
       }
       const { response } = answer;
       if (response.succeeded) {
-        const grant: LockGrant = {
-          key: req.key,
-          sessionId,
-          fencingToken: grantToken(response.header.revision, answer.slot),
-          ttlMillis: req.ttlMillis,
-          grantedAt: now,
-          expiresAt,
-          ...MUTEX,
-          ...(req.value !== undefined ? { value: req.value } : {}),
-        };
+        const grant = committedGrant({ attempt: req, sessionId, revision: response.header.revision, slot: answer.slot, now, holding: MUTEX });
         return unrecorded({ kind: 'granted', grant, owner: current.session.owner, existing: false }, true);
       }
       if (recordOp && toRecord && recordKeyOfWait && (response.responses[RECORD_RESPONSE]?.response_txn as ITxnResponse | undefined)?.succeeded) {

@@ -9,7 +9,7 @@
  * it is the existence of leased keys.
  */
 import type { IKeyValue } from 'etcd3';
-import { MUTEX, type LockMode } from '../../../contract/records.js';
+import { MUTEX, type LockGrant, type LockMode } from '../../../contract/records.js';
 import type { HeldLock, SessionRecord } from '../spi.js';
 import { grantToken, slotPrefix } from './grant-tokens.js';
 
@@ -66,6 +66,28 @@ export function newGrantRecord(g: {
     expiresAt: g.now + g.attempt.ttlMillis,
     leaseId: g.leaseId,
     writeId: g.writeId,
+    ...(g.attempt.value !== undefined ? { value: g.attempt.value } : {}),
+  };
+}
+
+/** The grant a try hands back once its txn committed: the token is the commit's revision × 1000 + the grant's slot. */
+export function committedGrant(g: {
+  attempt: { key: string; ttlMillis: number; value?: string };
+  sessionId: string;
+  revision: string;
+  slot: string;
+  now: number;
+  holding: { mode: LockMode; limit: number };
+}): LockGrant {
+  return {
+    key: g.attempt.key,
+    sessionId: g.sessionId,
+    fencingToken: grantToken(g.revision, g.slot),
+    ttlMillis: g.attempt.ttlMillis,
+    grantedAt: g.now,
+    expiresAt: g.now + g.attempt.ttlMillis,
+    mode: g.holding.mode,
+    limit: g.holding.limit,
     ...(g.attempt.value !== undefined ? { value: g.attempt.value } : {}),
   };
 }
