@@ -48,7 +48,9 @@ export class DeadlockVerdicts {
    */
   async waitForEdges(limit: number): Promise<WaitEdge[]> {
     const live = await this.liveWaits(limit);
-    const [mutex, holds] = await Promise.all([this.mutexEdges(live), this.holdEdges(live)]);
+    // One read of the waited-on lock keys serves both kinds of edge.
+    const locks = await this.lockKeysOf(live);
+    const [mutex, holds] = await Promise.all([this.mutexEdges(live, locks), this.holdEdges(live, locks)]);
     const edges = [...mutex.map((e) => e.edge), ...holds].sort((a, b) => a.startedAt - b.startedAt).slice(0, limit);
     const waiting = [...new Set(edges.map((e) => e.sessionId))];
     const sessions = await Promise.all(waiting.map((sessionId) => this.ctx.knownSession(sessionId).catch(() => null)));
@@ -63,7 +65,8 @@ export class DeadlockVerdicts {
     const checker = await this.claimChecker();
     if (!checker) return null;
     // Waits already chosen are left out: their cycle is broken once they answer.
-    const evidence = (await this.mutexEdges(await this.liveWaits(limit))).filter((e) => !e.edge.victim);
+    const live = await this.liveWaits(limit);
+    const evidence = (await this.mutexEdges(live, await this.lockKeysOf(live))).filter((e) => !e.edge.victim);
     const verdicts = decide(evidence.map((e) => e.edge));
     const bySessionKey = new Map(evidence.map((e) => [`${e.edge.sessionId}\0${e.edge.key}`, e]));
     const byWait = new Map(evidence.map((e) => [e.edge.waitId, e]));
@@ -145,19 +148,27 @@ export class DeadlockVerdicts {
     return live.map((wait) => ({ wait, victim: verdicts.has(`${wait.stored.instanceId}\0${wait.stored.waitId}`) }));
   }
 
+  /** The lock key (a mutex's holder, or a multi-holder key's anchor) of each key the waits wait on, as read now. */
+  private async lockKeysOf(liveWaits: readonly LiveWait[]): Promise<Map<string, IKeyValue>> {
+    const keys = [...new Set(liveWaits.map((w) => w.wait.stored.key))];
+    const found = await this.reads.readKeys(keys.map((key) => this.ctx.keys.lock(key)));
+    const locks = new Map<string, IKeyValue>();
+    keys.forEach((key, i) => {
+      if (found[i]) locks.set(key, found[i]);
+    });
+    return locks;
+  }
+
   /** Each live wait on a mutex key with a live holder of another session, with the evidence a verdict compares. */
-  private async mutexEdges(liveWaits: readonly LiveWait[]): Promise<EdgeEvidence[]> {
+  private async mutexEdges(liveWaits: readonly LiveWait[], locks: ReadonlyMap<string, IKeyValue>): Promise<EdgeEvidence[]> {
     if (liveWaits.length === 0) return [];
     const live = liveWaits.map((w) => w.wait);
     const victims = new Set(liveWaits.filter((w) => w.victim).map((w) => w.wait));
-    const lockKeys = [...new Set(live.map((w) => w.stored.key))];
-    const locks = await this.reads.readKeys(lockKeys.map((key) => this.ctx.keys.lock(key)));
     const holders = new Map<string, { row: ReturnType<typeof decodeLock>; kv: IKeyValue }>();
-    lockKeys.forEach((key, i) => {
-      const kv = locks[i];
+    for (const [key, kv] of locks) {
       // Mutex keys only: a cycle through a key that admits several holders need not be a deadlock.
-      if (kv && !isAnchor(kv)) holders.set(key, { row: decodeLock(key, kv), kv });
-    });
+      if (!isAnchor(kv)) holders.set(key, { row: decodeLock(key, kv), kv });
+    }
     const holderSessions = await this.reads.sessionRevisions([...holders.values()].map((h) => h.row.stored.sessionId));
     const edges: EdgeEvidence[] = [];
     for (const wait of live) {
@@ -188,10 +199,8 @@ export class DeadlockVerdicts {
   }
 
   /** Each live wait on a key that admits several holders: an edge to each live grant of another session. */
-  private async holdEdges(liveWaits: readonly LiveWait[]): Promise<WaitEdge[]> {
-    const keys = [...new Set(liveWaits.map((w) => w.wait.stored.key))];
-    const anchors = await this.reads.readKeys(keys.map((key) => this.ctx.keys.lock(key)));
-    const multiHolderKeys = keys.filter((_, i) => anchors[i] !== undefined && isAnchor(anchors[i]!));
+  private async holdEdges(liveWaits: readonly LiveWait[], locks: ReadonlyMap<string, IKeyValue>): Promise<WaitEdge[]> {
+    const multiHolderKeys = [...locks].filter(([, kv]) => isAnchor(kv)).map(([key]) => key);
     if (multiHolderKeys.length === 0) return [];
     const grants = (
       await Promise.all(
