@@ -22,7 +22,7 @@ import { FleetReads, READ_BATCH, type EtcdFleetContext, type WaitRow } from './f
 import { grantLease, leaseTtlSeconds, revokeLease } from './leases.js';
 import { createRevisionIs, deleteOp, modRevisionIs, prefixRange, putOp, rangeResults } from './ops.js';
 import { ReleaseBatcher } from './release-batcher.js';
-import { waitWrite } from './wait-record.js';
+import { endWaitOps, waitWrite } from './wait-record.js';
 
 export type { EtcdFleetContext } from './fleet-reads.js';
 
@@ -169,7 +169,7 @@ export class EtcdFleet implements FleetWaitState {
     const known = this.ctx.recordedWaits.get(waitId) ?? (await this.reads.findWait(waitId));
     if (!known) return null;
     this.ctx.recordedWaits.forget(waitId);
-    const ops = [deleteOp(known.etcdKey), deleteOp(this.ctx.keys.verdict(known.instanceId, waitId))];
+    const ops = endWaitOps(this.ctx.keys, { ...known, waitId });
     await this.waitWrites.submit(known.etcdKey, { compare: [], success: ops, failure: [] });
     return null;
   }

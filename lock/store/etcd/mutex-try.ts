@@ -19,7 +19,7 @@ import { isAnchor } from './holders.js';
 import type { GrantLeasePool } from './leases.js';
 import { createRevisionIs, createRevisionIsNot, deleteOp, getOp, modRevisionIs, putOp, rangeOp, rangeResult, rangeResults } from './ops.js';
 import { committedGrant, decodeLock, decodeSession, encode, newGrantRecord, type SessionRow } from './records.js';
-import { waitWrite } from './wait-record.js';
+import { endWaitOps, waitWrite } from './wait-record.js';
 
 /** Where the failure branch answers the nested wait record (after lock, session, record, holders). */
 const RECORD_RESPONSE = 4;
@@ -41,11 +41,12 @@ export class MutexTry {
     const sessionKey = this.ctx.keys.session(sessionId);
     const toRecord = req.recordWait;
     const recordKeyOfWait = toRecord ? this.ctx.keys.wait(req.key, toRecord.waitId) : null;
+    const endCarriedWait = toRecord && recordKeyOfWait ? endWaitOps(this.ctx.keys, { ...toRecord, etcdKey: recordKeyOfWait }) : [];
     // A grant ends this caller's recorded wait on the key in the same write: the one it names, and the one it
-    // carries, which this try or an earlier one whose answer was lost may have recorded (with any verdict on it).
+    // carries, which this try or an earlier one whose answer was lost may have recorded.
     const endedByGrant = [
       ...(req.waitId !== undefined && req.waitId !== toRecord?.waitId ? [deleteOp(this.ctx.keys.wait(req.key, req.waitId))] : []),
-      ...(toRecord && recordKeyOfWait ? [deleteOp(recordKeyOfWait), deleteOp(this.ctx.keys.verdict(toRecord.instanceId, toRecord.waitId))] : []),
+      ...endCarriedWait,
     ];
     let waitRecorded = false;
     let session = await this.ctx.knownSession(sessionId);
@@ -57,9 +58,7 @@ export class MutexTry {
     const unrecorded = async (result: TryAcquireResult, deletedByGrant = false): Promise<TryAcquireResult> => {
       if ((waitRecorded || deletedByGrant) && toRecord && recordKeyOfWait) {
         this.ctx.recordedWaits.forget(toRecord.waitId);
-        // As endWait ends one: with any deadlock verdict marked on it meanwhile.
-        const ops = [deleteOp(recordKeyOfWait), deleteOp(this.ctx.keys.verdict(toRecord.instanceId, toRecord.waitId))];
-        if (!deletedByGrant) await this.ctx.write(() => client.kv.txn({ compare: [], success: ops, failure: [] }));
+        if (!deletedByGrant) await this.ctx.write(() => client.kv.txn({ compare: [], success: endCarriedWait, failure: [] }));
       }
       return result;
     };

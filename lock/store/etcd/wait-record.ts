@@ -8,7 +8,7 @@
 import type { ICompare, IRequestOp } from 'etcd3';
 import type { LockMode } from '../../../contract/records.js';
 import type { KeyLayout } from './keys.js';
-import { createRevisionIs, createRevisionIsNot, putOp } from './ops.js';
+import { createRevisionIs, createRevisionIsNot, deleteOp, putOp } from './ops.js';
 import type { SessionRow } from './records.js';
 
 export interface StoredWait {
@@ -59,6 +59,11 @@ export function waitWrite(keys: KeyLayout, req: WaitToWrite, session: SessionRow
     // A key whose lease is gone cannot be put; the session compare rules that out (its key is on that lease).
     put: putOp(etcdKey, Buffer.from(JSON.stringify(stored)), session.session.leaseId),
   };
+}
+
+/** What ends a wait (endWait, or a grant or answer that ends it): its key, and any deadlock verdict marked on it meanwhile. */
+export function endWaitOps(keys: KeyLayout, wait: { etcdKey: Buffer; instanceId: string; waitId: string }): IRequestOp[] {
+  return [deleteOp(wait.etcdKey), deleteOp(keys.verdict(wait.instanceId, wait.waitId))];
 }
 
 /** Waits recorded through this process: their keys, so an end deletes exactly them. */
