@@ -5,15 +5,17 @@ import type { LockService } from '../lock/core/lock-service.js';
 /**
  * Single flight: a tick that finds the last sweep still running is skipped, so a slow
  * store never builds a queue of sweeps (each would only find the same rows again).
+ * Stopping ends the running sweep after its batch in hand: shutdown never waits for a storm.
  */
 export function startSweeper(service: Pick<LockService, 'sweep'>, events: EventLog, intervalMillis: number) {
   let running: Promise<unknown> | null = null;
+  const stopping = new AbortController();
   let sweeps = 0;
   const timer = setInterval(() => {
     if (running) return;
     const requestId = `sweep-${++sweeps}`;
     running = service
-      .sweep({ requestId })
+      .sweep({ requestId }, { stop: stopping.signal })
       .catch((error: Error) => {
         events.emit('sweep_failed', { requestId }, { message: error.message });
       })
@@ -25,6 +27,7 @@ export function startSweeper(service: Pick<LockService, 'sweep'>, events: EventL
   return {
     async stop() {
       clearInterval(timer);
+      stopping.abort();
       await running;
     },
     /** Sweeps started so far (tests). */

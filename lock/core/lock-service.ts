@@ -25,13 +25,13 @@ import { wireServiceParts, type LockServiceOptions } from './service-parts.js';
 import type { SessionPrincipals } from './session-principals.js';
 import type { SessionScopes } from './session-scopes.js';
 import { refused } from './session-refusal.js';
-import { auditActorFields, type AuditActor, type KillOutcome, type Sessions, type SessionView } from './sessions.js';
+import { auditActorFields, type AuditActor, type KillOutcome, type Sessions, type SessionView, type SweepOptions } from './sessions.js';
 import type { StoreHealth } from './store-health.js';
 import type { WaitRecords } from './wait-records.js';
 import type { WaitStrategy } from './wait-strategy.js';
 import type { WaiterRegistry } from './waiters.js';
 
-export type { AuditActor, KillOutcome, SessionView } from './sessions.js';
+export type { AuditActor, KillOutcome, SessionView, SweepOptions } from './sessions.js';
 export type { LockServiceOptions } from './service-parts.js';
 
 export class LockService {
@@ -139,9 +139,9 @@ export class LockService {
     return this.sessions.list(query);
   }
 
-  /** Sweeper entry point: ends lapsed sessions and locks, and reports each. */
-  sweep(ctx: EventContext, batch = 500): Promise<{ sessions: number; locks: number }> {
-    return this.sessions.sweep(ctx, batch);
+  /** Sweeper entry point: ends lapsed sessions and locks, and reports each; `stop` ends it after the batch in hand. */
+  sweep(ctx: EventContext, options: SweepOptions = {}): Promise<{ sessions: number; locks: number }> {
+    return this.sessions.sweep(ctx, options);
   }
 
   /** Whole contended attempts left in a session's own budget (operators and tests). */

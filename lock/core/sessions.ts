@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { NotLeaderError } from '../errors.js';
 import type { Page, SessionInfo } from '../../contract/records.js';
 import { LOCK_EXPIRY_CAUSE_OF_SESSION_END, type EventContext, type LockEvents } from '../../contract/lock-events.js';
-import type { EndedSession, HeartbeatResult, LockStore, SessionCredential } from '../store/spi.js';
+import type { EndedLock, EndedSession, HeartbeatResult, LockStore, SessionCredential } from '../store/spi.js';
 import type { AcquireWaits } from './acquire-wait.js';
 import type { ContentionBudget } from './contention-budget.js';
 import type { GrantEnd, LockInsight } from './insight.js';
@@ -28,6 +28,13 @@ export interface SessionView {
 }
 
 /** Who ordered an audited action: the admin token's name, and its prefixes when it is scoped (kept in the entry). */
+export interface SweepOptions {
+  /** Records ended per store call (default 500). */
+  batch?: number;
+  /** Aborted: the sweep returns after the batch in hand (shutdown). */
+  stop?: AbortSignal;
+}
+
 export interface AuditActor {
   name: string;
   scope?: readonly string[];
@@ -112,39 +119,50 @@ export class Sessions {
   }
 
   /** Sweeper entry point: ends lapsed sessions and locks, and reports each. */
-  async sweep(ctx: EventContext, batch = 500): Promise<{ sessions: number; locks: number }> {
-    const { store, health, records, events, insight, waiters, budget } = this.deps;
-    let sessions = 0;
-    let locks = 0;
+  async sweep(ctx: EventContext, { batch = 500, stop }: SweepOptions = {}): Promise<{ sessions: number; locks: number }> {
+    const { store, health, records, budget } = this.deps;
     // Nothing to sweep that the store could confirm; the probe, not the sweeper, notices its return.
-    if (!health.up) return { sessions, locks };
+    if (!health.up) return { sessions: 0, locks: 0 };
     await records?.flushUnended();
     // The store's clock decides what lapsed. A session lapsing between the two phases keeps
     // its locks in the second (only lapsed lock TTLs go there) until the next pass ends it.
     // Bounded batches (session order, then key order, in the store) with a turn of the event
     // loop between them: an expiry storm is many short transactions, and requests are answered
-    // between them instead of after the whole storm.
-    for (;;) {
+    // between them instead of after the whole storm. A stop (shutdown) ends the sweep between
+    // batches: what is left is the next sweep's, on this instance or another, and shutdown waits
+    // for one batch, not for the storm (on etcd, minutes for 100,000 lapsed sessions).
+    const sessions = await this.inBatches(batch, stop, async () => {
       const ended = await store.expireSessions(batch);
       for (const e of ended) this.ended(e, ctx);
-      sessions += ended.length;
-      if (ended.length < batch) break;
-      await yieldToRequests();
-    }
-    if (store.fleet) await store.fleet.expireInstances(batch);
-    for (;;) {
+      return ended.length;
+    });
+    if (store.fleet && !stop?.aborted) await store.fleet.expireInstances(batch);
+    const locks = await this.inBatches(batch, stop, async () => {
       const expired = await store.expireLocks(batch);
-      for (const lock of expired) {
-        events.expired(ctx, { key: lock.key, sessionId: lock.sessionId, fencingToken: lock.fencingToken });
-        insight.ended(lock, { outcome: 'expired', cause: 'ttl' });
-        waiters.keyReleased(lock.key);
-      }
-      locks += expired.length;
-      if (expired.length < batch) break;
-      await yieldToRequests();
-    }
+      for (const lock of expired) this.expired(lock, ctx);
+      return expired.length;
+    });
     budget.prune();
     return { sessions, locks };
+  }
+
+  /** Runs `oneBatch` until it ends fewer than `batch` or `stop` aborts; the total it ended. */
+  private async inBatches(batch: number, stop: AbortSignal | undefined, oneBatch: () => Promise<number>): Promise<number> {
+    let total = 0;
+    while (!stop?.aborted) {
+      const ended = await oneBatch();
+      total += ended;
+      if (ended < batch) break;
+      await yieldToRequests();
+    }
+    return total;
+  }
+
+  private expired(lock: EndedLock, ctx: EventContext): void {
+    const { events, insight, waiters } = this.deps;
+    events.expired(ctx, { key: lock.key, sessionId: lock.sessionId, fencingToken: lock.fencingToken });
+    insight.ended(lock, { outcome: 'expired', cause: 'ttl' });
+    waiters.keyReleased(lock.key);
   }
 
   /** `killedBy`: the operator order behind a kill, for the per-key history. */

@@ -70,7 +70,7 @@ async function core(options: { maxWaitsPerSession?: number } = {}) {
     const view = await service.openSession({ ttlMillis: 60_000, owner }, ctx);
     return { sessionId: view.sessionId, tokenHash: hashSessionToken(view.sessionToken) };
   };
-  return { clock, service, recorded, session };
+  return { clock, store, service, recorded, session };
 }
 
 describe('core on the in-memory store', () => {
@@ -148,6 +148,36 @@ describe('core on the in-memory store', () => {
     const granted = await waiting;
     expect(granted.sessionId).toBe(b.sessionId);
     expect(await service.sweep(ctx)).toEqual({ sessions: 0, locks: 0 }); // nothing lapsed is left to end
+  });
+});
+
+describe('the sweep', () => {
+  test('a stop ends it after the batch in hand (shutdown never waits for a storm); the next sweep ends the rest', async () => {
+    const { clock, store, service, session } = await core();
+    const lapsing = await Promise.all(Array.from({ length: 7 }, (_, i) => service.openSession({ ttlMillis: 1_000, owner: `storm-${i}` }, ctx)));
+    const holder = await session('holder');
+    await service.acquire({ key: 'short', session: holder, ttlMillis: 1_000, waitMillis: 0 }, ctx); // its own TTL lapses
+    await clock.advance(2_000);
+    const stop = new AbortController();
+    const calls: string[] = [];
+    const expireSessions = store.expireSessions.bind(store);
+    const expireLocks = store.expireLocks.bind(store);
+    store.expireSessions = async (limit) => {
+      calls.push('sessions');
+      const ended = await expireSessions(limit);
+      stop.abort(); // shutdown arrives while the first batch is in hand
+      return ended;
+    };
+    store.expireLocks = async (limit) => {
+      calls.push('locks');
+      return expireLocks(limit);
+    };
+    expect(await service.sweep(ctx, { batch: 3, stop: stop.signal })).toEqual({ sessions: 3, locks: 0 });
+    expect(calls).toEqual(['sessions']);
+    expect(await service.sweep(ctx, { batch: 3 })).toEqual({ sessions: 4, locks: 1 });
+    expect(calls).toEqual(['sessions', 'sessions', 'sessions', 'locks']);
+    for (const view of lapsing) expect(await store.getSession(view.sessionId)).toBeNull();
+    expect(await store.expireLocks(10)).toEqual([]);
   });
 });
 

@@ -43,6 +43,7 @@ import { ReleaseBatcher } from './release-batcher.js';
 import { HolderGrants, type HolderMemory } from './holder-grants.js';
 import { EtcdRevocation } from './etcd-revocation.js';
 import { MutexTry } from './mutex-try.js';
+import { endInRounds } from './sweep-rounds.js';
 import { holdingOf } from '../../../contract/wire-rules.js';
 import { describeHolders, dropAnchorIfEmpty, isAnchor, isMutex, liveHolders, livenessKey } from './holders.js';
 
@@ -270,17 +271,22 @@ export class EtcdGrants {
         return named ? [{ kv, row: decodeLock(named.key, kv) }] : [];
       });
       const liveKeys = await this.ctx.readKeys(rows.map(({ row }) => livenessKey(this.ctx.keys, row)));
-      for (const [index, { kv, row }] of rows.entries()) {
-        if (removed.length >= limit) return removed;
+      const lapsed = rows.filter(({ row }, index) => {
         const live = liveKeys[index];
-        if (live && String(live.create_revision) === row.createRevision) continue;
-        const response = await this.ctx.write(() =>
-          this.ctx.etcd().kv.txn({ compare: [modRevisionIs(kv.key, row.modRevision)], success: [deleteOp(kv.key)], failure: [] }),
-        );
-        if (!response.succeeded) continue;
-        removed.push({ ...row.lock, endedAt: this.ctx.clock() });
-        if (row.stored.mode !== undefined) await dropAnchorIfEmpty(this.ctx, row.lock.key);
-      }
+        return !(live && String(live.create_revision) === row.createRevision);
+      });
+      removed.push(
+        ...(await endInRounds(lapsed, limit - removed.length, async ({ kv, row }): Promise<EndedLock | null> => {
+          const response = await this.ctx.write(() =>
+            this.ctx.etcd().kv.txn({ compare: [modRevisionIs(kv.key, row.modRevision)], success: [deleteOp(kv.key)], failure: [] }),
+          );
+          if (!response.succeeded) return null;
+          const endedAt = this.ctx.clock();
+          if (row.stored.mode !== undefined) await dropAnchorIfEmpty(this.ctx, row.lock.key);
+          return { ...row.lock, endedAt };
+        })),
+      );
+      if (removed.length >= limit) break;
     }
     return removed;
   }

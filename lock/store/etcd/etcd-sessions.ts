@@ -21,6 +21,7 @@ import type {
 } from '../spi.js';
 import type { PlannedAppend } from './audit-log.js';
 import { decodeCursor, encodeCursor } from './cursors.js';
+import { endInRounds } from './sweep-rounds.js';
 import { range, readTxn } from './etcd-client.js';
 import type { EtcdAudit } from './etcd-audit.js';
 import { MAX_DECISIONS, type EtcdContext } from './etcd-context.js';
@@ -171,6 +172,7 @@ export class EtcdSessions {
    * Sessions whose lease ran out (etcd already deleted their liveness key) but
    * whose record is still here: ended with cause ttl, with the grants that were
    * still live when the session went. One compare-and-delete each: reported once.
+   * Ended in concurrent rounds (sweep-rounds.ts).
    */
   async expireSessions(limit: number): Promise<EndedSession[]> {
     const ended: EndedSession[] = [];
@@ -178,14 +180,15 @@ export class EtcdSessions {
     for await (const records of this.ctx.scanPages(this.ctx.keys.sessionRecordsPrefix)) {
       const ids = records.map((kv) => this.ctx.keys.sessionIdOfRecord(kv.key)).filter((id): id is string => id !== null);
       const liveKeys = await this.ctx.readKeys(ids.map((id) => this.ctx.keys.session(id)));
-      for (const [index, id] of ids.entries()) {
-        if (ended.length >= limit) return ended;
-        if (liveKeys[index]) continue;
-        const state = await this.readSessionState(id);
-        if (!state || state.live) continue; // ended elsewhere meanwhile, or (impossible) live again
-        const result = await this.endSession(state, 'ttl');
-        if (result) ended.push(result);
-      }
+      const lapsed = ids.filter((_, index) => !liveKeys[index]);
+      ended.push(
+        ...(await endInRounds(lapsed, limit - ended.length, async (id) => {
+          const state = await this.readSessionState(id);
+          if (!state || state.live) return null; // ended elsewhere meanwhile, or (impossible) live again
+          return this.endSession(state, 'ttl');
+        })),
+      );
+      if (ended.length >= limit) break;
     }
     return ended;
   }
@@ -242,7 +245,9 @@ export class EtcdSessions {
     if (!committed) return null;
     this.ctx.sessions.forget(sessionId);
     const client = this.ctx.etcd();
-    void revokeLease(client, state.record.session.leaseId); // grant leases are shared: they run out by themselves
+    // A lapsed session's lease is already gone (that is how it lapsed): revoking it would only cost
+    // a round trip and an error. Grant leases are shared: they run out by themselves.
+    if (state.live) void revokeLease(client, state.record.session.leaseId);
     // A multi-holder key whose last grant this was loses its anchor too (holders.ts).
     for (const { record } of state.liveLocks) if (record.stored.mode !== undefined) await dropAnchorIfEmpty(this.ctx, record.lock.key);
     const endedAt = append ? append.entry.at : this.ctx.clock();
