@@ -45,17 +45,18 @@ async function holdCounts(): Promise<Record<string, { count: number; sum: number
 
 /**
  * Polls the gauge until `accept`. It catches up within one refresh (plus a scrape) on a quiet machine; the bound is
- * 10 refreshes, which still tells a refreshed gauge from a stale one without racing a busy machine. Prints the figure.
+ * 30 refreshes (15 s: a loaded CI machine can stall a child server for seconds), which still tells a refreshed gauge from a
+ * stale one, which never catches up. Prints the figure.
  */
 async function withinRefreshes(what: string, accept: (value: number) => boolean): Promise<number> {
   const started = Date.now();
   const value = await eventually(async () => {
     const v = await oldestHeld();
     return accept(v) ? { v } : null;
-  }, REFRESH_MILLIS * 10, 50);
+  }, REFRESH_MILLIS * 30, 50);
   const took = Date.now() - started;
   console.log(`lock_oldest_held_seconds ${what}: ${value.v} after ${took} ms (refresh ${REFRESH_MILLIS} ms)`);
-  expect(took).toBeLessThanOrEqual(REFRESH_MILLIS * 10);
+  expect(took).toBeLessThanOrEqual(REFRESH_MILLIS * 30);
   return value.v;
 }
 

@@ -15,7 +15,8 @@ import { countsOf, scrape, seriesId } from './support/scrape.js';
 
 /**
  * Short for the test (production's default is 5 s): the figures catch up within one refresh on a quiet machine,
- * and the waits below allow 10, so they tell a refreshed gauge from a stale one without racing a busy machine.
+ * and the waits below allow 30 (15 s: a loaded CI machine can stall a child server for seconds), so they tell a refreshed
+ * gauge from a stale one (which never catches up) without racing a busy machine.
  */
 const REFRESH_MILLIS = 500;
 const env = { HOLDFAST_STORE_GAUGE_REFRESH_MS: String(REFRESH_MILLIS) };
@@ -67,10 +68,10 @@ test('locks and sessions taken through one instance show on the other once it re
   }
   // The second instance never served a request: its figures can only come from the store.
   const started = Date.now();
-  await eventually(async () => (await gauge(second, 'lock_held')) === 6, REFRESH_MILLIS * 10, 50);
+  await eventually(async () => (await gauge(second, 'lock_held')) === 6, REFRESH_MILLIS * 30, 50);
   console.log(`store gauges: the other instance showed the 6 locks ${Date.now() - started} ms after they were taken (refresh ${REFRESH_MILLIS} ms)`);
   expect(await gauge(second, 'lock_sessions_active')).toBe(3);
-  await eventually(async () => (await gauge(first, 'lock_held')) === 6, REFRESH_MILLIS * 10, 50);
+  await eventually(async () => (await gauge(first, 'lock_held')) === 6, REFRESH_MILLIS * 30, 50);
 });
 
 test('while the store cannot count, /metrics answers with the last figures and counts the failures', async () => {
@@ -82,7 +83,7 @@ test('while the store cannot count, /metrics answers with the last figures and c
     const page = await eventually(async () => {
       const result = await scrape(second.url); // throws unless /metrics answers 200
       return (countsOf(result, 'lock_store_seconds').get(failedSummaries) ?? 0) > 0 ? result : undefined;
-    }, REFRESH_MILLIS * 10, 50);
+    }, REFRESH_MILLIS * 30, 50);
     expect(countsOf(page, 'lock_held').get(HELD)).toBe(held);
     expect(countsOf(page, 'lock_sessions_active').get(POSTGRES)).toBe(3);
   } finally {

@@ -166,15 +166,16 @@ describe.each(['postgres', 'embedded', 'etcd'] as const)('fleet wait state on %s
   });
 
   it('a wait of a session that lapses (no heartbeat) vanishes within its TTL; a wait of an unknown session is not recorded', async () => {
-    // 3 s, not 1 s: the first count below must see the wait while the session lives, on however busy a machine.
-    const lapsing = await openTestSession(store, { ttlMillis: 3_000 });
+    // 6 s, not 1 s: the first count below must see the wait while the session lives, on however busy a machine
+    // (a loaded CI worker can stall for seconds between two store calls); etcd rounds leases up to whole seconds.
+    const lapsing = await openTestSession(store, { ttlMillis: 6_000 });
     await fleet.beginWait({ waitId: `w-lapse-${run}`, sessionId: lapsing.record.sessionId, key: 'lapse', instanceId });
     await fleet.beginWait({ waitId: `w-ghost-${run}`, sessionId: `s_ghost_${run}`, key: 'lapse', instanceId });
     expect((await fleet.waiterCounts(['lapse'])).get('lapse')).toBe(1);
     const started = Date.now();
     // No sweep needed: a lapsed session's wait stops counting on the store's clock.
     await eventually(async () => (await fleet.waiterCounts(['lapse'])).get('lapse') === undefined);
-    console.log(`${backend}: a lapsed session's wait stopped counting ${Date.now() - started} ms after the count (a 3000 ms session)`);
+    console.log(`${backend}: a lapsed session's wait stopped counting ${Date.now() - started} ms after the count (a 6000 ms session)`);
   });
 
   it('waits begun and ended together (one event-loop turn, as on a hot key) are each recorded and removed; an ended session\'s is not', async () => {
@@ -269,7 +270,7 @@ describe.each(['postgres', 'embedded', 'etcd'] as const)('fleet wait state on %s
 
   it('a wait on a key whose holder lapsed is no edge: no cycle through a dead holder', async () => {
     const s1 = await openTestSession(store);
-    const s2 = await openTestSession(store, { ttlMillis: 3_000 }); // lives through the first read of the edges, however busy the machine
+    const s2 = await openTestSession(store, { ttlMillis: 6_000 }); // lives through the first read of the edges, however busy the machine
     await store.tryAcquire({ key: 'dead-a', session: s1.credential, ttlMillis: 60_000 });
     await store.tryAcquire({ key: 'dead-b', session: s2.credential, ttlMillis: 60_000 });
     await fleet.beginWait({ waitId: `w-dead-1-${run}`, sessionId: s1.record.sessionId, key: 'dead-b', instanceId });
