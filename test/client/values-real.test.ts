@@ -13,6 +13,9 @@ import { eventually, httpClient } from '../support/http.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { STORES } from '../support/stores.js';
 
+/** The TTL of the leaderships the campaign test keeps until it ends them itself (see there). */
+const LEADER_TTL_MILLIS = 15_000;
+
 describe.each(STORES)('values, proclaim and campaign on %s', (store) => {
   let server: TestServer;
   let client: LockClient;
@@ -71,9 +74,16 @@ describe.each(STORES)('values, proclaim and campaign on %s', (store) => {
   test('campaign waits for the leader to resign; the term rises; a lost leadership frees the session to campaign again', async () => {
     const [a, b] = await Promise.all([client.openSession({ owner: 'leader-a' }), client.openSession({ owner: 'leader-b' })]);
     try {
-      const first = await a.campaign('values/election', 'a:1', { ttlMillis: 3_000 });
+      // `first` must lead, and `second` once elected must hold, until the test ends them (resign,
+      // revoke): `first.lost` stays false, L7 shows `second`'s holder, the revoke names its term. The
+      // SDK renews every TTL/3 and vouches until send time + TTL − min(1 s, TTL/4): at 15 s a renewal
+      // has 14 − 5 = 9 s (abandoned after 3.75 s, sent again at once); at 3 s it had 2.25 − 1 = 1.25 s,
+      // and on a loaded 2-core CI machine `first` was lost before its resign. (`second`'s grant is
+      // vouched from its waiting L4's send, up to a wait round before the grant: 7 s of its 14 at
+      // 15 s, 1.1 s of its 2.25 at 3 s.)
+      const first = await a.campaign('values/election', 'a:1', { ttlMillis: LEADER_TTL_MILLIS });
       expect(first.value).toBe('a:1');
-      const second = b.campaign('values/election', 'b:1', { ttlMillis: 3_000 });
+      const second = b.campaign('values/election', 'b:1', { ttlMillis: LEADER_TTL_MILLIS });
       await expect(a.campaign('values/election', 'again')).rejects.toBeInstanceOf(ValidationError);
       await first.proclaim('a:2');
       expect((await client.readLock('values/election')).holders[0]).toMatchObject({ owner: 'leader-a', value: 'a:2', fencingToken: first.term });

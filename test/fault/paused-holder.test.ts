@@ -11,10 +11,15 @@ import { FencedResourceRecorder } from '../support/fenced-resource.js';
 import { eventually, httpClient } from '../support/http.js';
 import { sharedPostgres, startServer, type TestServer } from '../support/server.js';
 
-// The holder must keep its session on a loaded machine until the pause: it heartbeats every TTL/3, so a 4 s TTL
-// survives a 2.6 s stall of its process (a 2 s TTL survived only 1.3 s).
-const SESSION_TTL = 4000;
-const LOCK_TTL = 6000;
+// The holder must keep its session on a loaded machine until the pause (else the store no longer lists it and
+// holderExpirySeen below is 0). It heartbeats every TTL/3 and its SDK counts the session lost at send + TTL - 1 s,
+// each request timing out at min(TTL/4, half the time left). At 4 s (heartbeat 1.33 s, deadline 3 s, timeout
+// 833 ms) a stall of ~1.7 s lost it, and a loaded CI run lost it before SIGSTOP. At 10 s (heartbeat 3.33 s,
+// deadline 9 s, timeout 2.5 s) it survives a ~5.7 s stall of its process. The lock's 15 s TTL (renewed every 5 s,
+// deadline 14 s) keeps the 1.5 ratio: the session's lapse, not the lock's, is what frees it. The pause lasts both
+// TTLs (25 s; 10 s before), so the test takes ~30 s plus the server's start.
+const SESSION_TTL = 10_000;
+const LOCK_TTL = 15_000;
 const HOLDER = path.resolve(import.meta.dirname, 'support/holder-process.ts');
 let server: TestServer;
 

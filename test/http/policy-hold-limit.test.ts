@@ -1,12 +1,24 @@
 /**
- * Issue 26 acceptance, `maxHoldMillis` end to end: under a 3 s policy, a lock renewed every second is
- * refused its renewal with 409 HOLD_LIMIT_REACHED once its grant is older than 3 s, and ends at the TTL
+ * Issue 26 acceptance, `maxHoldMillis` end to end: under a 5 s policy, a lock renewed every second is
+ * refused its renewal with 409 HOLD_LIMIT_REACHED once its grant is older than 5 s, and ends at the TTL
  * its last renewal gave it; the SDK's handle reports it lost with that reason; `holdfast lock` exits 4.
  *
  * Needs the core's part of policies (LockServiceOptions.policies, the store-clocked renew refusal):
  * passes once that is merged. Assertions are invariants between the clocks (embedded: the store's
- * clock is this machine's), not timings: a renewal answered 200 was sent before the grant turned 3 s
+ * clock is this machine's), not timings: a renewal answered 200 was sent before the grant turned 5 s
  * old; the refusal was answered after.
+ *
+ * Margins for a loaded CI machine. The refusal is HOLD_LIMIT_REACHED only while the grant is still
+ * live; a renewal that arrives after the TTL its last renewal gave gets LOCK_LOST instead (and the
+ * SDK's watchdog may call the lock lost first, a plain LockLostError). So:
+ * - L5 by hand (one a second): the first renewal must land before the limit (5 s − 1 s pause: 4 s
+ *   of slack) and the refused one before the previous renewal's TTL runs out (10 s − 1 s: 9 s).
+ * - SDK and CLI (TTL 18 s): the first renewal goes out TTL/3 = 6 s after the grant answer — past
+ *   the 5 s limit, as a timer never fires early (the delay is at most half of what is left to the
+ *   17 s conservative deadline, so it stays ≥ 5 s unless the acquire took over 7 s) — so it is the
+ *   one refused, and it has 11 s until that deadline to be answered (abandoned after
+ *   min(18/4, 11/2) = 4.5 s and sent again at once; the server's TTL ends 1 s later still).
+ *   The limit has to stay below TTL/3: above it, the first renewal would race the limit instead.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,7 +31,9 @@ import { holdfast } from '../cli/run-cli.js';
 import { eventually, httpClient } from '../support/http.js';
 import { startServer, type TestServer } from '../support/server.js';
 
-const MAX_HOLD_MILLIS = 3_000;
+const MAX_HOLD_MILLIS = 5_000;
+/** The SDK's and CLI's lock TTL: a third of it (6 s) is past MAX_HOLD_MILLIS. */
+const SDK_TTL_MILLIS = 18_000;
 const dir = mkdtempSync(path.join(tmpdir(), 'holdfast-hold-limit-'));
 const file = path.join(dir, 'policies.yaml');
 
@@ -35,11 +49,11 @@ afterAll(async () => {
 
 const pause = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis));
 
-describe('a 3 s maxHoldMillis policy', () => {
-  test('L5 every second: 200 while the grant is younger than 3 s, then 409 HOLD_LIMIT_REACHED; the grant ends at its last TTL', async () => {
+describe('a 5 s maxHoldMillis policy', () => {
+  test('L5 every second: 200 while the grant is younger than 5 s, then 409 HOLD_LIMIT_REACHED; the grant ends at its last TTL', async () => {
     const api = httpClient(server.url);
     const sessionId = (await api.openSession({ owner: 'hold-limit', ttlMillis: 60_000 })).body.sessionId as string;
-    const ttlMillis = 2_000;
+    const ttlMillis = 10_000; // 9 s more than the 1 s pause between renewals
     const granted = await api.acquire('hold/http', { sessionId, ttlMillis });
     expect(granted.status).toBe(200);
     const { fencingToken, grantedAt } = granted.body as { fencingToken: string; grantedAt: number };
@@ -79,7 +93,7 @@ describe('a 3 s maxHoldMillis policy', () => {
     await api.closeSession(sessionId);
   }, 60_000);
 
-  test('the SDK: withLock renewing every second loses the handle with HoldLimitReachedError', async () => {
+  test('the SDK: withLock’s first renewal, past the limit, loses the handle with HoldLimitReachedError', async () => {
     const client = new LockClient({ baseUrl: server.url });
     const session = await client.openSession({ owner: 'hold-limit-sdk', ttlMillis: 60_000 });
     let grantedAt = 0;
@@ -93,7 +107,7 @@ describe('a 3 s maxHoldMillis policy', () => {
           expect(handle.lost).toBe(true);
           reason = handle.signal.reason;
         },
-        { ttlMillis: 3_000 }, // renewed every second
+        { ttlMillis: SDK_TTL_MILLIS }, // first renewed 6 s after the grant, 1 s past the limit
       );
     } finally {
       await session.close();
@@ -106,7 +120,7 @@ describe('a 3 s maxHoldMillis policy', () => {
   }, 60_000);
 
   test('holdfast lock: CMD is stopped and holdfast exits 4 with HOLD_LIMIT_REACHED', async () => {
-    const result = await holdfast(server, ['-o', 'json', 'lock', 'hold/cli', '--ttl', '3000', '--grace', '500', '--', 'sh', '-c', 'while :; do sleep 0.05; done']);
+    const result = await holdfast(server, ['-o', 'json', 'lock', 'hold/cli', '--ttl', String(SDK_TTL_MILLIS), '--grace', '500', '--', 'sh', '-c', 'while :; do sleep 0.05; done']);
     expect(result.code).toBe(4);
     const error = JSON.parse(result.stderr.trim().split('\n').at(-1)!) as { error: { code: string; message: string } };
     expect(error.error.code).toBe('HOLD_LIMIT_REACHED');

@@ -10,10 +10,15 @@
  * Only upper bounds are asserted (a loaded machine makes things later, never
  * earlier), each with the 1 s of slack the acceptance allows (the server checks
  * its connections every 250 ms). The server runs in this process, so a stall of
- * the whole process (a busy machine not scheduling it: seen as event-loop delay,
- * measured) delays the server's check and our seeing its close alike; such a
- * stall is added to the bound and printed. A server that does not enforce its
- * timeouts closes these connections tens of seconds late, far past any stall.
+ * the whole process (a busy machine not scheduling it, or the process busy: seen
+ * as event-loop delay, measured) delays the server's check and our seeing its
+ * close alike. Every stall over the measured span counts, summed (a loaded
+ * CI run closed a trickled body 9.7 s after its start, 6.7 s late, while its
+ * longest single stall was 0.8 s: many shorter stalls add up), and is added to
+ * the bound and printed; but never more than 10 s past the timeout, whatever the
+ * stalls: a server that does not enforce its timeouts (or checks them at node's
+ * 30 s default) closes these connections up to tens of seconds late (26.9 s and
+ * 86.9 s seen in issue 24), and GIVE_UP cuts them at 20 s.
  */
 import http from 'node:http';
 import net from 'node:net';
@@ -27,8 +32,18 @@ const HEADERS_TIMEOUT = 1500;
 const IDLE_TIMEOUT = 2000;
 /** What the acceptance allows past a timeout. */
 const SLACK = 1000;
-/** A probe still open this long after its bound has failed; it is cut so the test ends. */
-const GIVE_UP = 10_000;
+/**
+ * The most a close may come past its timeout however much the process stalled: 10× the acceptance's
+ * slack, still well short of the up to 30 s late an unenforced (node's default) check closes them.
+ */
+const MOST_LATE = 10_000;
+/**
+ * A probe still open this long has failed (every bound is at most REQUEST_TIMEOUT + MOST_LATE = 13 s);
+ * it is cut so the test ends.
+ */
+const GIVE_UP = 20_000;
+/** The event-loop delay monitor's tick: a stall is the time the loop was late for it. */
+const STALL_RESOLUTION = 10;
 /** One byte this often keeps a trickling connection busy (far below any timeout). */
 const TRICKLE_EVERY = 100;
 
@@ -63,8 +78,35 @@ interface Closed {
   received: string;
   /** The server closed it (not our GIVE_UP cut). */
   byServer: boolean;
-  /** The longest this process stalled (event-loop delay) while the connection was open. */
-  stallMillis: number;
+  /** How long this process stalled (event-loop delay), all told and at the longest, over `millis`. */
+  stalls: Stalls;
+}
+
+interface Stalls {
+  /** Every stall summed: the time the loop was not idle-waiting for its next 10 ms tick. */
+  total: number;
+  longest: number;
+}
+
+/**
+ * Measures this process's stalls from now until the returned function is called. The monitor's
+ * tick records each interval between ticks (10 ms plus the stall before it) but not the one up to
+ * its first tick nor the one after its last, so the total is the elapsed time less the idle 10 ms
+ * of each interval recorded and of one more: those two unrecorded stalls are counted as well (at
+ * most 10 ms too much).
+ */
+function measureStalls(): () => Stalls {
+  const monitor = monitorEventLoopDelay({ resolution: STALL_RESOLUTION });
+  const started = performance.now();
+  monitor.enable();
+  return () => {
+    monitor.disable();
+    const elapsed = performance.now() - started;
+    return {
+      total: Math.max(0, elapsed - (monitor.count + 1) * STALL_RESOLUTION),
+      longest: monitor.count > 0 ? monitor.max / 1e6 : elapsed,
+    };
+  };
 }
 
 /**
@@ -75,12 +117,13 @@ interface Closed {
 function probe(kind: Kind): Promise<Closed> {
   return new Promise((resolve) => {
     const socket = net.connect(port, '127.0.0.1');
-    const stalls = monitorEventLoopDelay({ resolution: 10 });
-    stalls.enable();
+    // Over the same span as `millis`: a stall before it (say, a slow connect) cannot make the close later than measured.
+    let stalls: (() => Stalls) | undefined;
     let received = '';
     let started = 0;
     let trickle: NodeJS.Timeout | undefined;
     let cut = false;
+    let answered = false;
     const giveUp = setTimeout(() => {
       cut = true;
       socket.destroy();
@@ -92,6 +135,7 @@ function probe(kind: Kind): Promise<Closed> {
     socket.on('error', () => {});
     socket.on('connect', () => {
       started = performance.now();
+      stalls = measureStalls();
       if (kind === 'trickled body') socket.write(TRICKLED_BODY_HEAD);
       if (kind === 'trickled headers') socket.write(TRICKLED_HEADERS_HEAD);
       if (kind === 'trickled body' || kind === 'trickled headers') trickle = setInterval(() => socket.write('a'), TRICKLE_EVERY);
@@ -101,14 +145,19 @@ function probe(kind: Kind): Promise<Closed> {
       clearInterval(trickle);
       received += chunk.toString('latin1');
       // Idle: the server's clock starts with its answer (node arms the idle timer when it is sent).
-      if (kind === 'idle after an answer' && received.includes('"status":"ok"')) started = performance.now();
+      if (kind === 'idle after an answer' && received.includes('"status":"ok"') && !answered) {
+        answered = true;
+        started = performance.now();
+        stalls?.();
+        stalls = measureStalls();
+      }
     });
     socket.on('end', () => clearInterval(trickle));
     socket.on('close', () => {
       clearInterval(trickle);
       clearTimeout(giveUp);
-      stalls.disable();
-      resolve({ millis: performance.now() - started, received, byServer: !cut, stallMillis: stalls.max / 1e6 });
+      const millis = performance.now() - started;
+      resolve({ millis, received, byServer: !cut, stalls: stalls?.() ?? { total: 0, longest: 0 } });
     });
   });
 }
@@ -121,10 +170,14 @@ const BOUND: Record<Kind, number> = {
 };
 
 function expectClosedInTime(kind: Kind, closed: Closed) {
-  const what = `${kind}: closed after ${Math.round(closed.millis)} ms (process stalled up to ${Math.round(closed.stallMillis)} ms)`;
+  // The timeout + 1 s + every stall of this process while it was open, but at most the timeout + 10 s.
+  const bound = BOUND[kind] + Math.min(SLACK + closed.stalls.total, MOST_LATE);
+  const what =
+    `${kind}: closed after ${Math.round(closed.millis)} ms, bound ${Math.round(bound)} ms ` +
+    `(process stalled ${Math.round(closed.stalls.total)} ms in all, ${Math.round(closed.stalls.longest)} ms at the longest)`;
   console.log(`slowloris probe: ${what}`);
-  expect(closed.byServer, `${kind}: the server never closed it`).toBe(true);
-  expect(closed.millis, what).toBeLessThan(BOUND[kind] + SLACK + closed.stallMillis);
+  expect(closed.byServer, `${kind}: the server never closed it (cut after ${GIVE_UP} ms)`).toBe(true);
+  expect(closed.millis, what).toBeLessThan(bound);
   if (kind === 'idle after an answer') {
     // Answered once, then closed without another word.
     expect(closed.received).toMatch(/^HTTP\/1\.1 200 /);
@@ -135,7 +188,7 @@ function expectClosedInTime(kind: Kind, closed: Closed) {
   }
 }
 
-describe('each slow connection is closed within its timeout + 1 s', () => {
+describe('each slow connection is closed within its timeout + 1 s (+ the process stalls, at most 10 s)', () => {
   test.each<Kind>(['trickled body', 'trickled headers', 'silent', 'idle after an answer'])('%s', async (kind) => {
     const closed = await probe(kind);
     expectClosedInTime(kind, closed);
@@ -144,16 +197,18 @@ describe('each slow connection is closed within its timeout + 1 s', () => {
   });
 });
 
-/** GET /healthz on a connection of its own; its status and how long the answer took. */
-function healthz(): Promise<{ status: number | string; millis: number }> {
+/** GET /healthz on a connection of its own; its status, how long the answer took and how long this process stalled meanwhile. */
+function healthz(): Promise<{ status: number | string; millis: number; stalled: number }> {
   const started = performance.now();
+  const stalls = measureStalls();
   return new Promise((resolve) => {
+    const done = (status: number | string) => resolve({ status, millis: performance.now() - started, stalled: stalls().total });
     const request = http.get({ host: '127.0.0.1', port, path: '/healthz', agent: false, timeout: GIVE_UP }, (response) => {
       response.resume();
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, millis: performance.now() - started }));
+      response.on('end', () => done(response.statusCode ?? 0));
     });
     request.on('timeout', () => request.destroy(new Error('no answer')));
-    request.on('error', (e: NodeJS.ErrnoException) => resolve({ status: e.code ?? e.message, millis: performance.now() - started }));
+    request.on('error', (e: NodeJS.ErrnoException) => done(e.code ?? e.message));
   });
 }
 
@@ -208,33 +263,52 @@ function slowloris(count: number) {
   };
 }
 
+/** /healthz answers the attack test asks for, one after another (~50 in its 6 s on a quiet machine). */
+const HEALTHZ_ANSWERS = 10;
+/** Asking stops here even short of HEALTHZ_ANSWERS (and the test fails): only bounds a failure. */
+const HEALTHZ_GIVE_UP = 60_000;
+
 test('/healthz keeps answering while 300 slow connections are held open, and the slow ones are still closed in time', async () => {
   const attack = slowloris(300);
   try {
     // Let the attack's connections be established.
     await new Promise((resolve) => setTimeout(resolve, 500));
-    const answers: { status: number | string; millis: number; held: number }[] = [];
+    const answers: { status: number | string; millis: number; stalled: number; held: number }[] = [];
     // Probes on connections of their own while the attack runs through several of its timeouts.
     const kinds: Kind[] = ['trickled body', 'trickled headers', 'silent', 'idle after an answer'];
     const timed = Promise.all(kinds.map(async (kind) => [kind, await probe(kind)] as const));
-    const until = performance.now() + REQUEST_TIMEOUT * 2;
-    while (performance.now() < until) {
+    // Asked for one after another through at least two of the attack's request timeouts (6 s) and
+    // until HEALTHZ_ANSWERS have come, however slow the machine: a count taken over a fixed 6 s
+    // measured the machine's pace (a loaded CI run got 1), not whether the server answers.
+    const started = performance.now();
+    const atLeastUntil = started + REQUEST_TIMEOUT * 2;
+    const giveUpAt = started + HEALTHZ_GIVE_UP;
+    while ((performance.now() < atLeastUntil || answers.length < HEALTHZ_ANSWERS) && performance.now() < giveUpAt) {
       const held = attack.connected();
-      answers.push({ ...(await healthz()), held });
+      const answer = await healthz();
+      answers.push({ ...answer, held });
+      // A failed request fails the test below; asking on would only take longer.
+      if (answer.status !== 200) break;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
+    const askedFor = performance.now() - started;
     const held = answers.map((a) => a.held).sort((a, b) => a - b);
     console.log(
-      `slowloris: ${answers.length} /healthz answers while ${held[0]}–${held[held.length - 1]} slow connections were held ` +
-        `(median ${held[held.length >> 1]}), slowest answer ${Math.round(Math.max(...answers.map((a) => a.millis)))} ms; ` +
+      `slowloris: ${answers.length} /healthz answers in ${Math.round(askedFor)} ms while ${held[0]}–${held[held.length - 1]} slow connections were held ` +
+        `(median ${held[held.length >> 1]}), slowest answer ${Math.round(Math.max(...answers.map((a) => a.millis)))} ms ` +
+        `(process stalled up to ${Math.round(Math.max(...answers.map((a) => a.stalled)))} ms in all during one); ` +
         `${attack.closedByServer()} slow connections closed by the server`,
     );
     for (const [kind, closed] of await timed) expectClosedInTime(kind, closed);
-    expect(answers.length).toBeGreaterThan(3);
+    expect(answers.length, `only ${answers.length} /healthz answers in ${Math.round(askedFor)} ms`).toBeGreaterThanOrEqual(HEALTHZ_ANSWERS);
     for (const answer of answers) {
       expect(answer.status).toBe(200);
-      // Generous: a few milliseconds when the machine is idle.
-      expect(answer.millis).toBeLessThan(3000);
+      // Generous: a few milliseconds when the machine is idle; plus every stall of this process (which
+      // runs the server) while it was asked, as for the probes. A request never answered is cut at
+      // GIVE_UP and fails on its status above.
+      expect(answer.millis, `answered in ${Math.round(answer.millis)} ms, process stalled ${Math.round(answer.stalled)} ms meanwhile`).toBeLessThan(
+        3000 + answer.stalled,
+      );
     }
     // The attack was in force: hundreds held at once, and the server kept closing (and so kept
     // timing) them throughout.
@@ -243,7 +317,8 @@ test('/healthz keeps answering while 300 slow connections are held open, and the
   } finally {
     attack.stop();
   }
-});
+  // HEALTHZ_GIVE_UP plus the probes' GIVE_UP and the rest: only bounds a failure.
+}, 120_000);
 
 describe('a body over the 16 KiB limit gets its 400 answer, never a reset', () => {
   /**
