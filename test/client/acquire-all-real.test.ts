@@ -19,9 +19,9 @@ afterAll(async () => {
   await server?.stop();
 });
 
-function client(): { lockClient: LockClient; transport: CountingTransport } {
+function client(options: { requestTimeoutMillis?: number } = {}): { lockClient: LockClient; transport: CountingTransport } {
   const transport = new CountingTransport(server.url);
-  return { transport, lockClient: new LockClient({ transport }) };
+  return { transport, lockClient: new LockClient({ transport, ...options }) };
 }
 
 describe('acquireAll against a real server (criterion 6)', () => {
@@ -75,11 +75,18 @@ describe('acquireAll against a real server (criterion 6)', () => {
   );
 
   it('an all-or-nothing failure leaves no lock held', async () => {
-    const { lockClient, transport } = client();
+    // The call fails by the refusal, not by running out of time: one attempt per key (maxAttempts counts
+    // each key's L4 calls), so `a` is taken, `b` is refused once and the call gives `a` back at once. The
+    // budget and request timeout only have to outlast a slow answer: a 400 ms budget abandoned an L4 after
+    // ~650 ms (budget + 250 ms grace) on a loaded two-core machine, where the in-process server stalls for
+    // seconds (the test above: slowest whole call 3.9 s at load average 14, 12.3 s once with 16 busy loops and
+    // other test runs on two cores), so 30 s for the budget and for one unanswered L4 (default 2 s). With
+    // one attempt per key a passing run never waits on either.
+    const { lockClient, transport } = client({ requestTimeoutMillis: 30_000 });
     const holder = await lockClient.openSession({ owner: 'holder' });
     const taker = await lockClient.openSession({ owner: 'taker' });
     const held = (await holder.acquire('aon/b'))!;
-    const result = await taker.acquireAll(['aon/c', 'aon/b', 'aon/a'], { policy: { totalBudgetMillis: 400 } });
+    const result = await taker.acquireAll(['aon/c', 'aon/b', 'aon/a'], { policy: { totalBudgetMillis: 30_000, maxAttempts: 1 } });
     expect(result).toBeNull();
     const http = httpClient(server.url);
     expect((await http.read('aon/a')).body.held).toBe(false);
@@ -88,6 +95,9 @@ describe('acquireAll against a real server (criterion 6)', () => {
     // It took a, then failed on b, and released a: c (after b in canonical order) was never tried.
     const l4 = transport.sent.filter((r) => r.path.endsWith('/acquire') && r.status !== 'no answer');
     expect(l4.some((r) => r.path.includes('aon%2Fc'))).toBe(false);
+    // What the call sent before it gave up: a granted once; b the holder's grant, then the taker refused once (LOCK_CONTENDED).
+    expect(l4.filter((r) => r.path === '/v1/locks/aon%2Fa/acquire').map((r) => r.status)).toEqual([200]);
+    expect(l4.filter((r) => r.path === '/v1/locks/aon%2Fb/acquire').map((r) => r.status)).toEqual([200, 409]);
     expect(transport.sent.filter((r) => r.path === '/v1/locks/aon%2Fa/release')).toHaveLength(1);
     await holder.close();
     await taker.close();
