@@ -27,7 +27,6 @@ export interface SessionView {
   expiresAt: number;
 }
 
-/** Who ordered an audited action: the admin token's name, and its prefixes when it is scoped (kept in the entry). */
 export interface SweepOptions {
   /** Records ended per store call (default 500). */
   batch?: number;
@@ -35,6 +34,7 @@ export interface SweepOptions {
   stop?: AbortSignal;
 }
 
+/** Who ordered an audited action: the admin token's name, and its prefixes when it is scoped (kept in the entry). */
 export interface AuditActor {
   name: string;
   scope?: readonly string[];

@@ -2,7 +2,7 @@
  * The etcd sweeps end each lapsed record with its own guarded txn (and reads before it). One
  * after another that was ~2.6 ms a session, under 400/s: a shutdown that waited for the sweep of
  * 20,000 lapsed sessions took 53 s, and 100,000 over five minutes. Rounds of concurrent ends
- * overlap their round trips on the client's one HTTP/2 connection (about 850/s here). Every end
+ * overlap their round trips to etcd (about 850/s here). Every end
  * is already safe beside another instance's sweep of the same record (its txn compares what it
  * read, and a multi-holder anchor is dropped by a guarded txn), so ends racing each other here is
  * nothing new.
