@@ -360,6 +360,21 @@ describe('acknowledged state is not lost', () => {
     expect(rules(h.ops)).toEqual(['lost-release']);
   });
 
+  test('a lapsed holder\'s release acknowledged after the next grant was answered: superseded release; sent before it: valid', () => {
+    const h = builder();
+    h.open('c1', 'sA', 0);
+    h.open('c2', 'sB', 0);
+    h.acquire('c1', 'sA', 'k', '10', 0, 10);
+    h.acquire('c2', 'sB', 'k', '11', 1_100, 1_110);
+    h.release('c1', 'sA', 'k', '10', 1_105, 1_200); // sent before token 11 was answered: it may have been decided first
+    expect(check(h.ops).verdict).toBe('valid');
+    h.release('c1', 'sA', 'k', '10', 1_300, 1_310);
+    const report = check(h.ops);
+    expect(report.violations.map((f) => f.rule)).toEqual(['superseded-release']);
+    expect(report.violations[0]!.ops).toEqual([2, 3, 5]);
+    expect(report.violations[0]!.message).toContain('token 11 had certainly been granted');
+  });
+
   test('a heartbeat answered SESSION_NOT_FOUND while the session certainly lives: lost session', () => {
     const h = builder();
     h.open('c1', 'sA', 0, 1_000);

@@ -14,6 +14,7 @@ import type { Finding } from './checker/findings.js';
 import { checkLost } from './checker/lost.js';
 import { buildModel, DEFAULT_OPTIONS, type CheckOptions } from './checker/model.js';
 import { checkMutex, ms } from './checker/mutex.js';
+import { checkSupersededReleases } from './checker/superseded.js';
 import { checkTokenOrder, checkTokenReuse } from './checker/tokens.js';
 
 export type { Finding, RuleName } from './checker/findings.js';
@@ -37,7 +38,7 @@ export interface CheckReport {
 export function check(history: History | HistoryOp[], options: Partial<CheckOptions> = {}): CheckReport {
   const ops = Array.isArray(history) ? history : history.ops;
   const model = buildModel(ops, { ...DEFAULT_OPTIONS, ...options });
-  const findings = [...checkMutex(model), ...checkHolders(model), ...checkTokenOrder(model), ...checkTokenReuse(model), ...checkFence(model), ...checkLost(model)];
+  const findings = [...checkMutex(model), ...checkHolders(model), ...checkTokenOrder(model), ...checkTokenReuse(model), ...checkFence(model), ...checkLost(model), ...checkSupersededReleases(model)];
   const violations = findings.filter((f) => f.verdict === 'violation').sort((a, b) => a.window[0] - b.window[0]);
   const indeterminate = findings.filter((f) => f.verdict === 'indeterminate').sort((a, b) => a.window[0] - b.window[0]);
   const count = (f: (op: HistoryOp) => string) => {

@@ -25,7 +25,7 @@ const SETTINGS: RunOptions = {
 
 /** What each bug must show up as (any of these rules). */
 const EXPECTED: Record<PlantedBug, RuleName[]> = {
-  'release-ignores-token': ['mutex-overlap', 'lost-grant', 'fence-refused-live-holder'],
+  'release-ignores-token': ['superseded-release', 'mutex-overlap', 'lost-grant', 'fence-refused-live-holder'],
   'server-clock-expiry': ['mutex-overlap', 'lost-grant', 'fence-refused-live-holder'],
   'double-grant': ['mutex-overlap', 'lost-grant', 'fence-refused-live-holder'],
   'per-key-tokens': ['token-order'],

@@ -82,6 +82,21 @@ export function startWorkload(options: WorkloadOptions): Workload {
     finish({ outcome: 'ok', result: { accepted: resource.write(key, token) } });
   };
 
+  /**
+   * An overrun past its TTL wakes, as a paused process does, to find the key taken by another
+   * holder: its late write and release then meet a live grant every time, not only when a
+   * contender happened to win the key in the moment between the lapse and the release.
+   * Bounded: a key nobody takes within 2 TTLs is left as it is.
+   */
+  const awaitTakeover = async (lockClient: LockClient, key: string, token: string) => {
+    const until = Date.now() + 2 * options.lockTtlMillis;
+    while (running && Date.now() < until) {
+      const info = await lockClient.readLock(key).catch(() => undefined);
+      if (info === undefined || (info.held && info.fencingToken !== token)) return;
+      await sleep(50);
+    }
+  };
+
   const client = async (c: number) => {
     const process = `c${c}`;
     const transports = options.urls.map(
@@ -116,10 +131,12 @@ export function startWorkload(options: WorkloadOptions): Workload {
         } else {
           const handle = await session.acquire(key, { ttlMillis: ttl, policy });
           if (!handle) continue;
+          const answeredAt = Date.now();
           write(process, key, handle.fencingToken);
           if (roll < 0.45) {
             // The overrun: no renewal, past the TTL; writes as if it still held, releases late.
             await sleep(ttl * (0.7 + random() * 0.8));
+            if (Date.now() - answeredAt >= ttl) await awaitTakeover(lockClient, key, handle.fencingToken);
             write(process, key, handle.fencingToken);
           } else {
             await sleep(random() * ttl * 0.2);

@@ -9,7 +9,8 @@ export type RuleName =
   | 'fence-refused-live-holder'
   | 'lost-grant'
   | 'lost-session'
-  | 'lost-release';
+  | 'lost-release'
+  | 'superseded-release';
 
 export interface Finding {
   rule: RuleName;
