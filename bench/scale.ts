@@ -43,6 +43,7 @@ import { SqlLockStore } from '../lock/store/sql/sql-store.js';
 import { BIN, spawnServer, type ServerProcess } from '../test/support/server-process.js';
 import { LeanHttpConnection } from './lib/lean-http.js';
 import { clusterCpuMillis } from './lib/cpu.js';
+import { counterDelta, readEtcdCounters, type EtcdCounters } from './lib/etcd-metrics.js';
 import { linePlotPng } from './lib/png-plot.js';
 import { percentile } from './lib/stats.js';
 
@@ -401,14 +402,19 @@ interface Row {
  * etcd's server CPU per heartbeat at most 2x PostgreSQL's).
  */
 async function heartbeatCpu(add: (label: string, value: string) => void, onPostgres: ServerProcess, postmasterPid: number) {
-  const measure = async (server: ServerProcess, storeCpu: () => number) => {
+  /** `count`, when given, is read just before and after the window (etcd's own call counters). */
+  const measure = async (server: ServerProcess, storeCpu: () => number, count?: () => Promise<EtcdCounters>) => {
     const sessions = await openOverHttp(server.url, 2_000);
     await closedLoopOpened(server.url, sessions, 1);
+    const countedAt = await count?.();
     const serverAt = cpuMillis(server.child.pid!);
     const storeAt = storeCpu();
     const window = await closedLoopOpened(server.url, sessions, STEP_SECONDS);
     const beats = window.latencies.length + window.failures;
-    return { window, server: (cpuMillis(server.child.pid!) - serverAt) / beats, store: (storeCpu() - storeAt) / beats };
+    const server_ = (cpuMillis(server.child.pid!) - serverAt) / beats;
+    const store = (storeCpu() - storeAt) / beats;
+    const calls = count && countedAt ? counterDelta(countedAt, await count()).calls : {};
+    return { window, server: server_, store, callsPerBeat: Object.entries(calls).map(([method, n]) => `${method} ${fmt(n / beats, 3)}`).join(', ') };
   };
   const row = (name: string, m: Awaited<ReturnType<typeof measure>>) =>
     add(
@@ -422,8 +428,10 @@ async function heartbeatCpu(add: (label: string, value: string) => void, onPostg
     const profiled = ETCD_CPU_PROFILE_DIR ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${ETCD_CPU_PROFILE_DIR}`, BIN, 'server'] } : {};
     const onEtcd = await spawnServer({ HOLDFAST_STORE: 'etcd', ETCD_ENDPOINTS: etcd.endpoints.join(','), HOLDFAST_SWEEP_INTERVAL_MS: '1000' }, profiled);
     try {
-      const onEtcdCpu = await measure(onEtcd, () => cpuMillis(etcd.member.pid!));
+      const onEtcdCpu = await measure(onEtcd, () => cpuMillis(etcd.member.pid!), () => readEtcdCounters(etcd.endpoints[0]!));
       row('etcd (one node)', onEtcdCpu);
+      // Keep-alives are messages on one stream, not unary calls: what is counted here is the rest.
+      add('etcd (one node): unary gRPC calls per heartbeat, by method (keep-alives ride one stream)', onEtcdCpu.callsPerBeat || 'none');
       add('etcd server CPU per heartbeat / PostgreSQL server CPU per heartbeat (target <= 2)', `${fmt(onEtcdCpu.server / postgres.server, 2)}x`);
     } finally {
       onEtcd.child.kill('SIGTERM');
