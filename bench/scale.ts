@@ -411,10 +411,10 @@ async function heartbeatCpu(add: (label: string, value: string) => void, onPostg
     const storeAt = storeCpu();
     const window = await closedLoopOpened(server.url, sessions, STEP_SECONDS);
     const beats = window.latencies.length + window.failures;
-    const server_ = (cpuMillis(server.child.pid!) - serverAt) / beats;
-    const store = (storeCpu() - storeAt) / beats;
+    const serverPerBeat = (cpuMillis(server.child.pid!) - serverAt) / beats;
+    const storePerBeat = (storeCpu() - storeAt) / beats;
     const calls = count && countedAt ? counterDelta(countedAt, await count()).calls : {};
-    return { window, server: server_, store, callsPerBeat: Object.entries(calls).map(([method, n]) => `${method} ${fmt(n / beats, 3)}`).join(', ') };
+    return { window, server: serverPerBeat, store: storePerBeat, callsPerBeat: Object.entries(calls).map(([method, n]) => `${method} ${fmt(n / beats, 3)}`).join(', ') };
   };
   const row = (name: string, m: Awaited<ReturnType<typeof measure>>) =>
     add(
