@@ -8,7 +8,7 @@
  */
 import type { HistoryOp } from '../format.js';
 import type { Finding } from './findings.js';
-import { grantId, heldInterval, tokenOf, type GrantFacts, type Model } from './model.js';
+import { grantId, heldInterval, mutexGrantsByKey, tokenOf, type GrantFacts, type Model } from './model.js';
 import { describe, ms } from './mutex.js';
 
 const inside = (held: [number, number] | undefined, op: HistoryOp) => held !== undefined && held[0] <= op.invokeAt && op.completeAt <= held[1];
@@ -19,8 +19,7 @@ export function checkLost(model: Model): Finding[] {
 
 function lostGrants(model: Model): Finding[] {
   const findings: Finding[] = [];
-  const byKey = new Map<string, GrantFacts[]>();
-  for (const g of model.grants.values()) if (g.mutex) byKey.set(g.key, [...(byKey.get(g.key) ?? []), g]);
+  const byKey = mutexGrantsByKey(model);
   for (const op of model.ops) {
     if (op.key === undefined) continue;
     if (op.f === 'read' && op.outcome === 'ok') {

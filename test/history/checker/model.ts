@@ -286,6 +286,13 @@ function withWhy(bound: Bound, prefix: string): Bound {
   return { ...bound, why: `${prefix}: ${bound.why}` };
 }
 
+/** The mutex grants (exclusive, limit 1) of each key: what the mutex-only rules judge. */
+export function mutexGrantsByKey(model: Pick<Model, 'grants'>): Map<string, GrantFacts[]> {
+  const byKey = new Map<string, GrantFacts[]>();
+  for (const grant of model.grants.values()) if (grant.mutex) byKey.set(grant.key, [...(byKey.get(grant.key) ?? []), grant]);
+  return byKey;
+}
+
 /** The interval a grant was certainly held over, or undefined when it is empty. */
 export function heldInterval(grant: GrantFacts, view: 'certain' | 'acked'): [number, number] | undefined {
   const end = view === 'certain' ? grant.certainEnd.at : grant.ackedEnd.at;

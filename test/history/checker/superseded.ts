@@ -7,13 +7,12 @@
  * no rule of its own: it makes t certainly held beside the later grant (mutex-overlap).
  */
 import type { Finding } from './findings.js';
-import { grantId, type GrantFacts, type Model } from './model.js';
+import { grantId, mutexGrantsByKey, type Model } from './model.js';
 import { describe, ms } from './mutex.js';
 
 export function checkSupersededReleases(model: Model): Finding[] {
   const findings: Finding[] = [];
-  const mutexByKey = new Map<string, GrantFacts[]>();
-  for (const g of model.grants.values()) if (g.mutex) mutexByKey.set(g.key, [...(mutexByKey.get(g.key) ?? []), g]);
+  const mutexByKey = mutexGrantsByKey(model);
   for (const op of model.ops) {
     if (op.f !== 'release' || op.outcome !== 'ok' || op.key === undefined) continue;
     const released = model.grants.get(grantId(op.key, String(op.args.fencingToken)));
