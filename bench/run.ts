@@ -30,7 +30,8 @@
  * "raw-postgres,http-postgres": only those uncontended rows; contended, handoff
  * and etcd tables are governed by their own knobs; such a run writes
  * bench/results/partial/ and leaves foundation.md alone). With BENCH_DIAGNOSTICS,
- * `sdk-fetch-postgres` runs the SDK on its old FetchTransport (the global fetch).
+ * `sdk-fetch-postgres` runs the SDK on its old FetchTransport (the global fetch), `sdk-nodehttp-postgres`
+ * on NodeHttpTransport (node:http, its http: default before stop 42).
  *
  * Multi-holder keys (issue 23): every worker on one key through the SDK, a semaphore
  * (`sdk-semaphore-*`, limit BENCH_SEMAPHORE_LIMIT, default 8) or shared grants (`sdk-shared-*`,
@@ -206,11 +207,14 @@ async function main(): Promise<void> {
             ),
           );
         }
-        if (wanted('sdk-postgres') || (DIAGNOSTICS && wanted('sdk-fetch-postgres'))) {
+        if (wanted('sdk-postgres') || (DIAGNOSTICS && (wanted('sdk-fetch-postgres') || wanted('sdk-nodehttp-postgres')))) {
           await withServer(
             async () => startPostgresServer(await postgres.createDatabase()),
             async (server) => {
               if (wanted('sdk-postgres')) uncontended.push(await measure('sdk-postgres', c, task(c, sdk(server.url, own)), postmasterPid));
+              if (DIAGNOSTICS && wanted('sdk-nodehttp-postgres')) {
+                uncontended.push(await measure('sdk-nodehttp-postgres', c, task(c, sdk(server.url, own, 'node-http')), postmasterPid));
+              }
               if (DIAGNOSTICS && wanted('sdk-fetch-postgres')) {
                 uncontended.push(await measure('sdk-fetch-postgres', c, task(c, sdk(server.url, own, 'fetch')), postmasterPid));
               }

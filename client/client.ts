@@ -22,6 +22,7 @@ import type { ClientRuntime } from './runtime.js';
 import { LockSession } from './session.js';
 import { AcquireTracer } from './tracing.js';
 import { retryTransient, SHORT_BUDGET } from './transient.js';
+import { KeepAliveHttpTransport } from './keep-alive-http-transport.js';
 import { NodeHttpTransport } from './node-http-transport.js';
 import { FetchTransport, type Transport } from './transport.js';
 import { TokenWatermark } from './watermark.js';
@@ -154,8 +155,12 @@ function transportFor(baseUrl: string | readonly string[] | undefined): Transpor
   return new EndpointsTransport(urls.map(endpointTransport));
 }
 
-/** One pool per endpoint; a URL node:http cannot speak to goes through fetch, which fails as it always did. */
+/**
+ * One pool per endpoint: plain http: on bare kept-alive sockets, https: through node:http's TLS
+ * agent; a URL neither can speak to goes through fetch, which fails as it always did.
+ */
 function endpointTransport(url: string): Transport {
+  if (KeepAliveHttpTransport.supports(url)) return new KeepAliveHttpTransport(url);
   return NodeHttpTransport.supports(url) ? new NodeHttpTransport(url) : new FetchTransport(url);
 }
 

@@ -24,6 +24,8 @@ export { ManualClock } from './manual-clock.js';
 export { seededRandom, freshRandom } from './random.js';
 export type { RandomSource } from './random.js';
 export { FetchTransport } from './transport.js';
+export { KeepAliveHttpTransport } from './keep-alive-http-transport.js';
+export { HttpProtocolError } from './http1-response-parser.js';
 export { NodeHttpTransport } from './node-http-transport.js';
 export type { NodeHttpTransportOptions } from './node-http-transport.js';
 export { EndpointsTransport } from './endpoints.js';

@@ -20,10 +20,11 @@ export type KeyPattern =
 export type HttpClientKind = 'lean' | 'node';
 
 /**
- * How the SDK rows send: `default` is what `new LockClient({ baseUrl })` picks (node:http with a
- * keep-alive pool), `fetch` the FetchTransport it used before issue 22 (the comparison).
+ * How the SDK rows send: `default` is what `new LockClient({ baseUrl })` picks (for http:, bare
+ * kept-alive sockets: KeepAliveHttpTransport), `node-http` NodeHttpTransport (node:http, the default
+ * before stop 42), `fetch` the FetchTransport it used before issue 22 (the comparisons).
  */
-export type SdkTransportKind = 'default' | 'fetch';
+export type SdkTransportKind = 'default' | 'node-http' | 'fetch';
 
 export type LoadTarget =
   /** Holdfast over HTTP. */

@@ -15,6 +15,7 @@ import { SqlLockStore } from '../../lock/store/sql/sql-store.js';
 import { LockClient } from '../../client/client.js';
 import type { AcquireOptions, LockSession } from '../../client/session.js';
 import { FetchTransport } from '../../client/transport.js';
+import { NodeHttpTransport } from '../../client/node-http-transport.js';
 import { currentThreadCpuMillis } from './cpu.js';
 import { JsonHttpClient, type JsonResponse } from './http-json.js';
 import { LeanHttpConnection } from './lean-http.js';
@@ -162,7 +163,7 @@ async function runHttp(task: Task<'http'>): Promise<Window> {
  */
 async function runSdk(task: Task<'sdk'>): Promise<Window> {
   if (!/^http:\/\/(127\.0\.0\.1|localhost)[:/]/.test(task.url)) throw new Error(`bench traffic stays on loopback; refusing ${task.url}`);
-  const transport = task.transport === 'fetch' ? new FetchTransport(task.url) : undefined;
+  const transport = task.transport === 'fetch' ? new FetchTransport(task.url) : task.transport === 'node-http' ? new NodeHttpTransport(task.url) : undefined;
   const client = new LockClient(transport ? { transport } : { baseUrl: task.url });
   const sessions = [];
   for (let i = 0; i < task.concurrency; i += 1) sessions.push(await client.openSession({ ttlMillis: SESSION_TTL_MILLIS, owner: `bench-${i}` }));

@@ -10,6 +10,7 @@ import type { LatencySummary } from './stats.js';
  * http-postgres / http-embedded / http-etcd: the full product over HTTP, from a minimal client (plain HTTP).
  * sdk-postgres / sdk-embedded / sdk-etcd: the full product through @holdfast/client, as users take locks.
  * sdk-fetch-postgres: sdk-postgres with the SDK on its old FetchTransport (the global fetch).
+ * sdk-nodehttp-postgres: sdk-postgres with the SDK on NodeHttpTransport (node:http; its http: default before stop 42).
  * http-etcd-unbatched: http-etcd with every acquire its own etcd txn (no group commit).
  * etcd-client-lock: etcd3's lock recipe, in the load worker.
  * bare-node-http / bare-fastify: canned answers from node:http / Fastify, no store — the HTTP ceiling.
@@ -26,6 +27,7 @@ export type PathName =
   | 'sdk-embedded'
   | 'sdk-etcd'
   | 'sdk-fetch-postgres'
+  | 'sdk-nodehttp-postgres'
   | 'etcd-client-lock'
   | 'handoff-postgres'
   /** Issue 23 through the SDK, every worker on one key: a semaphore (limit N), or shared grants. */

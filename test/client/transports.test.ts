@@ -1,7 +1,7 @@
 /**
- * The two HTTP transports against a scripted node:http server on loopback:
- * NodeHttpTransport (the default on Node) must answer exactly as FetchTransport
- * does — JSON, empty and non-JSON bodies, headers, abort reasons, connection
+ * The three HTTP transports against a scripted node:http server on loopback:
+ * KeepAliveHttpTransport (the default for http: on Node) and NodeHttpTransport
+ * (https:, or an agent of your own) must answer exactly as FetchTransport does — JSON, empty and non-JSON bodies, headers, abort reasons, connection
  * errors — and keep its connections alive. The SDK-level consequences (a
  * refused endpoint becomes TransportError, a proxy's HTML page a ServerError
  * that shows it, Retry-After honoured) are checked through LockClient.
@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LockClient } from '../../client/client.js';
 import { ServerError, TransportError } from '../../client/errors.js';
+import { KeepAliveHttpTransport } from '../../client/keep-alive-http-transport.js';
 import { NodeHttpTransport } from '../../client/node-http-transport.js';
 import { FetchTransport, type Transport } from '../../client/transport.js';
 
@@ -81,6 +82,7 @@ afterAll(async () => {
 });
 
 const transports: [string, (url: string) => Transport][] = [
+  ['KeepAliveHttpTransport', (url) => new KeepAliveHttpTransport(url)],
   ['NodeHttpTransport', (url) => new NodeHttpTransport(url)],
   ['FetchTransport', (url) => new FetchTransport(url)],
 ];
@@ -155,9 +157,14 @@ describe.each(transports)('%s', (_name, make) => {
   });
 });
 
-describe('NodeHttpTransport connections', () => {
+const pooled: [string, (url: string) => Transport & { close(): void }][] = [
+  ['KeepAliveHttpTransport', (url) => new KeepAliveHttpTransport(url)],
+  ['NodeHttpTransport', (url) => new NodeHttpTransport(url)],
+];
+
+describe.each(pooled)('%s connections', (_name, make) => {
   it('sequential requests reuse one kept-alive connection; concurrent ones get a connection each', async () => {
-    const transport = new NodeHttpTransport(baseUrl);
+    const transport = make(baseUrl);
     try {
       const from = seen.length;
       for (let i = 0; i < 5; i += 1) await transport.send({ method: 'POST', path: '/json', body: { i } });
@@ -176,7 +183,19 @@ describe('NodeHttpTransport connections', () => {
     }
   });
 
-  it('only http: and https: URLs without credentials are its to speak to', () => {
+});
+
+describe('NodeHttpTransport and KeepAliveHttpTransport: which URLs', () => {
+  it('KeepAliveHttpTransport takes plain http: without credentials; https: stays with node:http', () => {
+    expect(KeepAliveHttpTransport.supports('http://127.0.0.1:7070')).toBe(true);
+    expect(KeepAliveHttpTransport.supports('http://[::1]:7070/prefix')).toBe(true);
+    expect(KeepAliveHttpTransport.supports('https://holdfast.example')).toBe(false);
+    expect(KeepAliveHttpTransport.supports('http://user:secret@127.0.0.1:7070')).toBe(false);
+    expect(KeepAliveHttpTransport.supports('not a url')).toBe(false);
+    expect(() => new KeepAliveHttpTransport('https://holdfast.example')).toThrow(TypeError);
+  });
+
+  it('only http: and https: URLs without credentials are NodeHttpTransport\'s to speak to', () => {
     expect(NodeHttpTransport.supports('http://127.0.0.1:7070')).toBe(true);
     expect(NodeHttpTransport.supports('https://holdfast.example/prefix')).toBe(true);
     expect(NodeHttpTransport.supports('http://user:secret@127.0.0.1:7070')).toBe(false);

@@ -1,8 +1,8 @@
 /**
- * Wraps the SDK's default transport (NodeHttpTransport) and records every request the SDK sends and
+ * Wraps the SDK's default transport for http: (KeepAliveHttpTransport) and records every request the SDK sends and
  * the status it got, so real-server tests can count L4/L5/L6 calls.
  */
-import { NodeHttpTransport } from '../../../client/node-http-transport.js';
+import { KeepAliveHttpTransport } from '../../../client/keep-alive-http-transport.js';
 import type { Transport, TransportRequest, TransportResponse } from '../../../client/transport.js';
 
 export interface SentRequest {
@@ -17,7 +17,7 @@ export class CountingTransport implements Transport {
   private readonly inner: Transport;
 
   constructor(baseUrl: string) {
-    this.inner = new NodeHttpTransport(baseUrl);
+    this.inner = new KeepAliveHttpTransport(baseUrl);
   }
 
   async send(request: TransportRequest): Promise<TransportResponse> {

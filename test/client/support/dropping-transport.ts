@@ -3,16 +3,16 @@
  * reset connection does: the request rejects with a socket error (not its caller's abort)
  * and its socket is destroyed. For the watch tests: an observer's parked long poll dropped.
  */
-import { NodeHttpTransport } from '../../../client/node-http-transport.js';
+import { KeepAliveHttpTransport } from '../../../client/keep-alive-http-transport.js';
 import type { Transport, TransportRequest, TransportResponse } from '../../../client/transport.js';
 
 export class DroppingTransport implements Transport {
-  readonly #inner: NodeHttpTransport;
+  readonly #inner: KeepAliveHttpTransport;
   readonly #inFlight = new Set<AbortController>();
   dropped = 0;
 
   constructor(baseUrl: string) {
-    this.#inner = new NodeHttpTransport(baseUrl);
+    this.#inner = new KeepAliveHttpTransport(baseUrl);
   }
 
   /** Requests in flight now (a parked watch is one). */
