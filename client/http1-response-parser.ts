@@ -9,8 +9,9 @@
  *   the connection; 204, 304 and 1xx answers have none;
  * - the connection is reusable unless the answer says `Connection: close`, is
  *   HTTP/1.0 without `keep-alive`, or is read to the connection's end.
- * Anything it cannot frame safely (a bad status line, conflicting lengths, a
- * head over 64 KiB, bad chunk sizes) throws: the caller drops the connection.
+ * Anything it cannot frame safely (a bad status line, bare-LF line ends,
+ * conflicting lengths, Transfer-Encoding beside Content-Length, a head over
+ * 64 KiB, bad chunk sizes) throws: the caller drops the connection.
  */
 
 export interface ParsedResponse {
@@ -34,6 +35,8 @@ const HEAD_END = Buffer.from('\r\n\r\n');
 const STATUS_LINE = /^HTTP\/1\.([01]) (\d{3})(?: |$)/;
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const EMPTY = Buffer.alloc(0);
+/** Fields with one value: a repeat keeps the first, as node:http does (joined, `Retry-After: 2, 2` would read as no number). */
+const SINGLE_VALUED = new Set(['retry-after', 'content-type', 'location', 'etag', 'server', 'age', 'expires', 'last-modified']);
 
 type Body =
   | { kind: 'none' }
@@ -99,10 +102,16 @@ export class Http1ResponseParser {
     const end = this.#buffered.indexOf(HEAD_END);
     if (end < 0) {
       if (this.#buffered.length > MAX_HEAD_BYTES) throw new HttpProtocolError(`response head over ${MAX_HEAD_BYTES} bytes`);
+      // A line ended by LF alone would never make the CRLF CRLF we wait for: refuse now, not at the limit.
+      const lineFeed = this.#buffered.indexOf(0x0a);
+      if (lineFeed === 0 || (lineFeed > 0 && this.#buffered[lineFeed - 1] !== 0x0d)) throw new HttpProtocolError('response line ended by LF without CR');
       return null;
     }
     if (end > MAX_HEAD_BYTES) throw new HttpProtocolError(`response head over ${MAX_HEAD_BYTES} bytes`);
-    const lines = this.#buffered.toString('latin1', 0, end).split('\r\n');
+    const text = this.#buffered.toString('latin1', 0, end);
+    // A lone CR or LF inside a line could hide a header inside another one's value.
+    if (/[\r\n]/.test(text.replaceAll('\r\n', ''))) throw new HttpProtocolError('response head with a bare CR or LF');
+    const lines = text.split('\r\n');
     this.#buffered = this.#buffered.subarray(end + HEAD_END.length);
     const statusLine = STATUS_LINE.exec(lines[0]!);
     if (statusLine === null) throw new HttpProtocolError(`not an HTTP/1.x status line: ${JSON.stringify(lines[0]!.slice(0, 80))}`);
@@ -118,12 +127,14 @@ export class Http1ResponseParser {
       const lower = name.toLowerCase();
       const value = line.slice(colon + 1).trim();
       const earlier = headers.get(lower);
-      headers.set(lower, earlier === undefined ? value : `${earlier}, ${value}`);
+      if (earlier === undefined) headers.set(lower, value);
+      else if (!SINGLE_VALUED.has(lower)) headers.set(lower, `${earlier}, ${value}`);
     }
     const connection = (headers.get('connection') ?? '').toLowerCase();
     let reusable = minor === '1' ? !/\bclose\b/.test(connection) : /\bkeep-alive\b/.test(connection);
     const body = bodyFraming(status, headers);
-    if (body.kind === 'to-end') reusable = false;
+    // HTTP/1.0 has no chunking: such framing is faulty, so the connection ends with this answer (RFC 9112 §6.1).
+    if (body.kind === 'to-end' || (minor === '0' && headers.has('transfer-encoding'))) reusable = false;
     return { status, headers, reusable, body };
   }
 
@@ -133,6 +144,11 @@ export class Http1ResponseParser {
       case 'none':
         return true;
       case 'to-end':
+        // Moved out as it comes: re-joining a growing buffer on every chunk would be quadratic.
+        if (this.#buffered.length > 0) {
+          this.#bodyParts.push(this.#buffered);
+          this.#buffered = EMPTY;
+        }
         return false;
       case 'length': {
         const take = Math.min(body.remaining, this.#buffered.length);
@@ -191,6 +207,8 @@ function bodyFraming(status: number, headers: Map<string, string>): Body {
   if (status < 200 || status === 204 || status === 304) return { kind: 'none' };
   const transferEncoding = headers.get('transfer-encoding');
   if (transferEncoding !== undefined) {
+    // Both framings at once is how responses are smuggled past a proxy: refuse, as node:http does (RFC 9112 §6.3).
+    if (headers.has('content-length')) throw new HttpProtocolError('both Transfer-Encoding and Content-Length');
     // Chunked must be the last coding (RFC 9112 §6.3); anything else runs to the connection's end.
     const codings = transferEncoding.toLowerCase().split(',').map((coding) => coding.trim());
     return codings.at(-1) === 'chunked' ? { kind: 'chunked', stage: 'size', remaining: 0 } : { kind: 'to-end' };

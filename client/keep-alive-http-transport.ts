@@ -28,7 +28,10 @@ import { decodeBody, type Transport, type TransportRequest, type TransportRespon
 /** How much sooner than the server's advertised keep-alive timeout an idle socket is closed (node:http's margin too). */
 const KEEP_ALIVE_HINT_MARGIN_MILLIS = 1000;
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-const UNSAFE_HEADER_VALUE = /[\r\n\0]/;
+/** Tab and visible ASCII only: what the SDK sends (tokens, W3C trace context) and no line break or control byte. */
+const UNSAFE_HEADER_VALUE = /[^\t\x20-\x7e]/;
+/** Idle sockets kept per endpoint after a burst (node:http's default `maxFreeSockets`); more are closed. */
+const MAX_IDLE_SOCKETS = 256;
 /** Anything outside visible ASCII: the SDK percent-encodes keys, so this is a caller's mistake or an attack. */
 const UNSAFE_PATH = /[^\x21-\x7e]/;
 
@@ -78,7 +81,8 @@ export class KeepAliveHttpTransport implements Transport {
   /** Close every socket, idle or in use (tests, benches, a process that is done with the client). */
   close(): void {
     this.#closed = true;
-    for (const connection of this.#open) connection.destroy();
+    // With an error: an answer framed by the connection's end must not read as complete.
+    for (const connection of this.#open) connection.destroy(new Error('the transport was closed'));
   }
 
   #connection(): Connection {
@@ -92,7 +96,7 @@ export class KeepAliveHttpTransport implements Transport {
 
   /** Called by a connection whose answer came and that may carry another request. */
   parked(connection: Connection): void {
-    if (this.#closed) connection.destroy();
+    if (this.#closed || this.#idle.length >= MAX_IDLE_SOCKETS) connection.destroy();
     else this.#idle.push(connection);
   }
 
@@ -105,6 +109,7 @@ export class KeepAliveHttpTransport implements Transport {
 
   /** The request head and body as one string; throws a TypeError for what would corrupt the framing. */
   #message(request: TransportRequest): string {
+    if (!HEADER_NAME.test(request.method)) throw new TypeError(`invalid method: ${JSON.stringify(request.method)}`);
     const path = this.#pathPrefix + request.path;
     if (!path.startsWith('/') || UNSAFE_PATH.test(path)) throw new TypeError(`request path must be percent-encoded visible ASCII: ${JSON.stringify(path)}`);
     const payload = request.body === undefined ? undefined : JSON.stringify(request.body);
@@ -118,7 +123,7 @@ export class KeepAliveHttpTransport implements Transport {
         if (lower === 'host' || lower === 'content-type' || lower === 'content-length' || lower === 'transfer-encoding' || lower === 'connection') continue;
         const value = extra[name]!;
         if (!HEADER_NAME.test(name)) throw new TypeError(`invalid header name: ${JSON.stringify(name)}`);
-        if (UNSAFE_HEADER_VALUE.test(value)) throw new TypeError(`header ${name} holds a line break or NUL`);
+        if (UNSAFE_HEADER_VALUE.test(value)) throw new TypeError(`header ${name} holds a control character or non-ASCII`);
         if (lower === 'accept') accept = false;
         head += `${name}: ${value}\r\n`;
       }
@@ -179,8 +184,8 @@ class Connection {
     this.#socket.write(message);
   }
 
-  destroy(): void {
-    this.#socket.destroy();
+  destroy(error?: Error): void {
+    this.#socket.destroy(error);
   }
 
   #received(chunk: Buffer): void {

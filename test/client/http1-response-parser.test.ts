@@ -101,6 +101,26 @@ describe('Http1ResponseParser framing', () => {
     expect(feed('HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n').answers[0]!.reusable).toBe(true);
   });
 
+  it('a repeated single-valued field keeps its first value; HTTP/1.0 with Transfer-Encoding ends the connection', () => {
+    const answer = feed('HTTP/1.1 429 Too Many Requests\r\nRetry-After: 2\r\nRetry-After: 2\r\nContent-Length: 0\r\n\r\n').answers[0]!;
+    expect(answer.headers.get('retry-after')).toBe('2');
+    const old = feed('HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n').answers[0]!;
+    expect(old.body.toString()).toBe('ok');
+    expect(old.reusable).toBe(false);
+  });
+
+  it('a body that runs to the end of the connection is taken out piece by piece, not re-joined on every read', () => {
+    const parser = new Http1ResponseParser();
+    expect(parser.push(Buffer.from('HTTP/1.1 200 OK\r\n\r\n'))).toBeNull();
+    const piece = Buffer.alloc(16 * 1024, 0x61);
+    for (let i = 0; i < 64; i += 1) {
+      expect(parser.push(piece)).toBeNull();
+      // Nothing left in the read buffer: each piece was moved to the body as it came (a growing buffer re-joined per read is quadratic).
+      expect(parser.hasSurplus).toBe(false);
+    }
+    expect(parser.end()?.body.length).toBe(64 * piece.length);
+  });
+
   it('bytes past the answer are kept and reported as surplus', () => {
     const { answers, surplus } = feed('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}HTTP/1.1 200 OK\r\n');
     expect(answers).toHaveLength(1);
@@ -113,6 +133,9 @@ describe('Http1ResponseParser refuses what it cannot frame safely', () => {
     ['not HTTP', 'SSH-2.0-OpenSSH\r\n\r\n'],
     ['HTTP/2 preface answer', 'HTTP/2 200\r\n\r\n'],
     ['conflicting Content-Length', 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}'],
+    ['Transfer-Encoding beside Content-Length', 'HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n'],
+    ['lines ended by LF alone', 'HTTP/1.1 200 OK\nContent-Length: 2\n\nok'],
+    ['a bare LF inside a header line', 'HTTP/1.1 200 OK\r\nX-A: 1\nX-Hidden: 2\r\nContent-Length: 0\r\n\r\n'],
     ['negative Content-Length', 'HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n'],
     ['folded header line', 'HTTP/1.1 200 OK\r\nX-A: 1\r\n  folded\r\nContent-Length: 0\r\n\r\n'],
     ['header line without a name', 'HTTP/1.1 200 OK\r\n: nameless\r\nContent-Length: 0\r\n\r\n'],

@@ -26,6 +26,8 @@ const SCRIPT: Record<string, { answer: string; close?: 'after' }> = {
   // An answer followed by bytes nobody asked for.
   '/surplus': { answer: 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}' },
   '/garbage': { answer: 'NOT HTTP AT ALL\r\n\r\n' },
+  // A body framed by the connection's end, which never comes.
+  '/unframed': { answer: 'HTTP/1.1 200 OK\r\n\r\n{"partial":' },
 };
 
 const received: Received[] = [];
@@ -128,6 +130,9 @@ describe('KeepAliveHttpTransport connections', () => {
       await expect(transport.send({ method: 'GET', path: '/ok', headers: { 'bad name': 'v' } })).rejects.toThrow(TypeError);
       await expect(transport.send({ method: 'GET', path: '/ok two' })).rejects.toThrow(TypeError);
       await expect(transport.send({ method: 'GET', path: '/clé' })).rejects.toThrow(TypeError);
+      await expect(transport.send({ method: 'GET', path: '/ok', headers: { baggage: 'a=\u0007' } })).rejects.toThrow(TypeError);
+      const smuggled = 'GET /evil HTTP/1.1\r\nx-injected: 1\r\n\r\nGET' as 'GET';
+      await expect(transport.send({ method: smuggled, path: '/ok' })).rejects.toThrow(TypeError);
       expect(received.length).toBe(before);
       // The transport is still fine for a well-formed request.
       expect((await transport.send({ method: 'GET', path: '/ok', headers: { authorization: 'Bearer x' } })).status).toBe(200);
@@ -135,6 +140,14 @@ describe('KeepAliveHttpTransport connections', () => {
     } finally {
       transport.close();
     }
+  });
+
+  it('close() with an answer framed by the connection\'s end in flight rejects it: a cut body is not an answer', async () => {
+    const transport = new KeepAliveHttpTransport(baseUrl);
+    const pending = transport.send({ method: 'GET', path: '/unframed' });
+    await expect.poll(() => received.at(-1)?.head.startsWith('GET /unframed')).toBe(true);
+    transport.close();
+    await expect(pending).rejects.toThrow('the transport was closed');
   });
 
   it('after close(), a request rejects without connecting', async () => {
