@@ -207,18 +207,19 @@ async function main(): Promise<void> {
             ),
           );
         }
-        if (wanted('sdk-postgres') || (DIAGNOSTICS && (wanted('sdk-fetch-postgres') || wanted('sdk-nodehttp-postgres')))) {
-          await withServer(
-            async () => startPostgresServer(await postgres.createDatabase()),
-            async (server) => {
-              if (wanted('sdk-postgres')) uncontended.push(await measure('sdk-postgres', c, task(c, sdk(server.url, own)), postmasterPid));
-              if (DIAGNOSTICS && wanted('sdk-nodehttp-postgres')) {
-                uncontended.push(await measure('sdk-nodehttp-postgres', c, task(c, sdk(server.url, own, 'node-http')), postmasterPid));
-              }
-              if (DIAGNOSTICS && wanted('sdk-fetch-postgres')) {
-                uncontended.push(await measure('sdk-fetch-postgres', c, task(c, sdk(server.url, own, 'fetch')), postmasterPid));
-              }
-            },
+        // Each transport's row on a fresh server, as http-postgres: none inherits another's warmed-up server.
+        const sdkRows: [PathName, SdkTransportKind, boolean][] = [
+          ['sdk-postgres', 'default', wanted('sdk-postgres')],
+          ['sdk-nodehttp-postgres', 'node-http', DIAGNOSTICS && wanted('sdk-nodehttp-postgres')],
+          ['sdk-fetch-postgres', 'fetch', DIAGNOSTICS && wanted('sdk-fetch-postgres')],
+        ];
+        for (const [path, transport, run] of sdkRows) {
+          if (!run) continue;
+          uncontended.push(
+            await withServer(
+              async () => startPostgresServer(await postgres.createDatabase()),
+              (server) => measure(path, c, task(c, sdk(server.url, own, transport)), postmasterPid),
+            ),
           );
         }
         if (wanted('http-embedded')) uncontended.push(await measure('http-embedded', c, task(c, { target: 'http', url: embedded.url, keys: own, client: HTTP_CLIENT }), null));
