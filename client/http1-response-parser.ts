@@ -33,7 +33,8 @@ export const MAX_HEAD_BYTES = 64 * 1024;
 const CRLF = Buffer.from('\r\n');
 const HEAD_END = Buffer.from('\r\n\r\n');
 const STATUS_LINE = /^HTTP\/1\.([01]) (\d{3})(?: |$)/;
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** An RFC 9110 token: what a header name or a method may be (the transport checks its requests with it too). */
+export const HTTP_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const EMPTY = Buffer.alloc(0);
 /** Fields with one value: a repeat keeps the first, as node:http does (joined, `Retry-After: 2, 2` would read as no number). */
 const SINGLE_VALUED = new Set(['retry-after', 'content-type', 'location', 'etag', 'server', 'age', 'expires', 'last-modified']);
@@ -123,7 +124,7 @@ export class Http1ResponseParser {
       const colon = line.indexOf(':');
       const name = colon > 0 ? line.slice(0, colon) : '';
       // No name, or a folded continuation line (obsolete; RFC 9112 lets a client reject it).
-      if (!TOKEN.test(name)) throw new HttpProtocolError(`malformed header line: ${JSON.stringify(line.slice(0, 80))}`);
+      if (!HTTP_TOKEN.test(name)) throw new HttpProtocolError(`malformed header line: ${JSON.stringify(line.slice(0, 80))}`);
       const lower = name.toLowerCase();
       const value = line.slice(colon + 1).trim();
       const earlier = headers.get(lower);

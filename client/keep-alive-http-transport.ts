@@ -21,13 +21,12 @@
  * or a TransportError.
  */
 import net from 'node:net';
-import { Http1ResponseParser, type ParsedResponse } from './http1-response-parser.js';
+import { Http1ResponseParser, HTTP_TOKEN, type ParsedResponse } from './http1-response-parser.js';
 import { IDLE_SOCKET_MILLIS } from './node-http-transport.js';
 import { decodeBody, type Transport, type TransportRequest, type TransportResponse } from './transport.js';
 
 /** How much sooner than the server's advertised keep-alive timeout an idle socket is closed (node:http's margin too). */
 const KEEP_ALIVE_HINT_MARGIN_MILLIS = 1000;
-const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** Tab and visible ASCII only: what the SDK sends (tokens, W3C trace context) and no line break or control byte. */
 const UNSAFE_HEADER_VALUE = /[^\t\x20-\x7e]/;
 /** Idle sockets kept per endpoint after a burst (node:http's default `maxFreeSockets`); more are closed. */
@@ -109,7 +108,7 @@ export class KeepAliveHttpTransport implements Transport {
 
   /** The request head and body as one string; throws a TypeError for what would corrupt the framing. */
   #message(request: TransportRequest): string {
-    if (!HEADER_NAME.test(request.method)) throw new TypeError(`invalid method: ${JSON.stringify(request.method)}`);
+    if (!HTTP_TOKEN.test(request.method)) throw new TypeError(`invalid method: ${JSON.stringify(request.method)}`);
     const path = this.#pathPrefix + request.path;
     if (!path.startsWith('/') || UNSAFE_PATH.test(path)) throw new TypeError(`request path must be percent-encoded visible ASCII: ${JSON.stringify(path)}`);
     const payload = request.body === undefined ? undefined : JSON.stringify(request.body);
@@ -122,7 +121,7 @@ export class KeepAliveHttpTransport implements Transport {
         // As with fetch: the caller may replace `accept`; the transport owns framing and the host.
         if (lower === 'host' || lower === 'content-type' || lower === 'content-length' || lower === 'transfer-encoding' || lower === 'connection') continue;
         const value = extra[name]!;
-        if (!HEADER_NAME.test(name)) throw new TypeError(`invalid header name: ${JSON.stringify(name)}`);
+        if (!HTTP_TOKEN.test(name)) throw new TypeError(`invalid header name: ${JSON.stringify(name)}`);
         if (UNSAFE_HEADER_VALUE.test(value)) throw new TypeError(`header ${name} holds a control character or non-ASCII`);
         if (lower === 'accept') accept = false;
         head += `${name}: ${value}\r\n`;

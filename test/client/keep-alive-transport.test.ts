@@ -71,10 +71,19 @@ afterAll(async () => {
 
 const connectionOfLast = () => received.at(-1)!.connection;
 
+/** A fresh transport for one test, closed after it whatever happens. */
+async function withTransport(use: (transport: KeepAliveHttpTransport) => Promise<void>): Promise<void> {
+  const transport = new KeepAliveHttpTransport(baseUrl);
+  try {
+    await use(transport);
+  } finally {
+    transport.close();
+  }
+}
+
 describe('KeepAliveHttpTransport connections', () => {
   it('a connection the server closed while idle is not reused: the next request opens a new one and is answered', async () => {
-    const transport = new KeepAliveHttpTransport(baseUrl);
-    try {
+    await withTransport(async (transport) => {
       await transport.send({ method: 'GET', path: '/ok-then-fin' });
       const first = connectionOfLast();
       // The server's side is gone once the client has taken in its FIN and closed its own half.
@@ -82,49 +91,37 @@ describe('KeepAliveHttpTransport connections', () => {
       const answer = await transport.send({ method: 'GET', path: '/ok' });
       expect(answer.body).toEqual({ ok: true });
       expect(connectionOfLast()).not.toBe(first);
-    } finally {
-      transport.close();
-    }
+    });
   });
 
   it('Connection: close is honoured: the next request goes on a new connection', async () => {
-    const transport = new KeepAliveHttpTransport(baseUrl);
-    try {
+    await withTransport(async (transport) => {
       await transport.send({ method: 'GET', path: '/close' });
       const first = connectionOfLast();
       await transport.send({ method: 'GET', path: '/ok' });
       expect(connectionOfLast()).not.toBe(first);
-    } finally {
-      transport.close();
-    }
+    });
   });
 
   it('bytes past the answer drop the connection, and the answer itself still counts', async () => {
-    const transport = new KeepAliveHttpTransport(baseUrl);
-    try {
+    await withTransport(async (transport) => {
       const answer = await transport.send({ method: 'GET', path: '/surplus' });
       expect(answer.status).toBe(200);
       const first = connectionOfLast();
       await transport.send({ method: 'GET', path: '/ok' });
       expect(connectionOfLast()).not.toBe(first);
-    } finally {
-      transport.close();
-    }
+    });
   });
 
   it('an answer that is not HTTP rejects with a protocol error', async () => {
-    const transport = new KeepAliveHttpTransport(baseUrl);
-    try {
+    await withTransport(async (transport) => {
       await expect(transport.send({ method: 'GET', path: '/garbage' })).rejects.toThrow(/not an HTTP\/1\.x status line/);
       expect((await transport.send({ method: 'GET', path: '/ok' })).status).toBe(200);
-    } finally {
-      transport.close();
-    }
+    });
   });
 
   it('a header value with a line break, a bad header name or an unencoded path never reaches the wire', async () => {
-    const transport = new KeepAliveHttpTransport(baseUrl);
-    try {
+    await withTransport(async (transport) => {
       const before = received.length;
       await expect(transport.send({ method: 'GET', path: '/ok', headers: { authorization: 'Bearer x\r\nx-injected: 1' } })).rejects.toThrow(TypeError);
       await expect(transport.send({ method: 'GET', path: '/ok', headers: { 'bad name': 'v' } })).rejects.toThrow(TypeError);
@@ -137,9 +134,7 @@ describe('KeepAliveHttpTransport connections', () => {
       // The transport is still fine for a well-formed request.
       expect((await transport.send({ method: 'GET', path: '/ok', headers: { authorization: 'Bearer x' } })).status).toBe(200);
       expect(received.at(-1)!.head).toContain('\r\nauthorization: Bearer x');
-    } finally {
-      transport.close();
-    }
+    });
   });
 
   it('close() with an answer framed by the connection\'s end in flight rejects it: a cut body is not an answer', async () => {
