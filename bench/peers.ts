@@ -18,6 +18,7 @@
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { writeJson, writeMarkdownSection } from './lib/report.js';
+import { useCompiledBuild } from './lib/compiled-build.js';
 import { runCell } from './lib/peers/cell.js';
 import { Cleanup } from './lib/peers/cleanup.js';
 import { cellFigures, type PeerCell } from './lib/peers/figures.js';
@@ -28,7 +29,7 @@ import { startSystems } from './lib/peers/setup.js';
 import type { CellMode, PeerSystem } from './lib/peers/system.js';
 
 const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));
-const KNOBS = ['BENCH_SECONDS', 'BENCH_WARMUP_SECONDS', 'BENCH_CONCURRENCY', 'BENCH_HOT_WORKERS', 'BENCH_HOT_KEYS', 'BENCH_WAIT_MILLIS', 'PEERS_SYSTEMS', 'PEERS_ETCD_BACKOFF_MS', 'PEERS_ETCD_DATA_ROOT'];
+const KNOBS = ['BENCH_SECONDS', 'BENCH_WARMUP_SECONDS', 'BENCH_CONCURRENCY', 'BENCH_HOT_WORKERS', 'BENCH_HOT_KEYS', 'BENCH_WAIT_MILLIS', 'PEERS_SYSTEMS', 'PEERS_ETCD_BACKOFF_MS', 'PEERS_ETCD_DATA_ROOT', 'HOLDFAST_RUNTIME'];
 
 const settings = peersSettings();
 const loadAverage = () => os.loadavg().map((v) => Number(v.toFixed(2))) as [number, number, number];
@@ -75,7 +76,9 @@ async function main(): Promise<void> {
   const contended: PeerCell[] = [];
   let environment: Record<string, string> = {};
   try {
-    console.log('\nstarting the servers (each system its own)…');
+    // Holdfast's servers run as a production install does (compiled-build.ts).
+    console.log(`\nholdfast servers run ${useCompiledBuild()}`);
+    console.log('starting the servers (each system its own)…');
     const started = await startSystems(settings, cleanup);
     environment = started.environment;
     for (const [what, how] of Object.entries(environment)) console.log(`  ${what}: ${how}`);

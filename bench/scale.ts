@@ -30,7 +30,6 @@
  * SCALE_STORM_SESSIONS (10000), SCALE_ETCD_OPEN_SECONDS (120), SCALE_ETCD_LOCK_SECONDS (45). Writes bench/results/scale.md and
  * bench/results/scale-heartbeat-p99.png (PNG drawn by bench/lib/png-plot.ts with node:zlib).
  */
-import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -41,6 +40,7 @@ import { startPostgres, type PostgresCluster } from '../test/support/postgres.js
 import { PgDatabase } from '../lock/store/sql/pg-database.js';
 import { SqlLockStore } from '../lock/store/sql/sql-store.js';
 import { BIN, spawnServer, type ServerProcess } from '../test/support/server-process.js';
+import { useCompiledBuild } from './lib/compiled-build.js';
 import { LeanHttpConnection } from './lib/lean-http.js';
 import { clusterCpuMillis } from './lib/cpu.js';
 import { counterDelta, readEtcdCounters, type EtcdCounters } from './lib/etcd-metrics.js';
@@ -82,11 +82,8 @@ function ttlFor(knob: string, sessions: number, closedLoopRate: number, unpacedM
   const fits = (ttl: number) => ttl > unpacedMillis && sessions / (ttl / 3000) <= SUSTAINED_SHARE * closedLoopRate;
   return TTL_LADDER.find(fits) ?? TTL_LADDER.at(-1)!;
 }
-// The servers under test run as a production install does: the compiled build, made now from these sources.
-// Otherwise the bin runs tsx whenever dist/ is missing or older than a source (a fresh clone, any edit), which
-// doubled the server's CPU per heartbeat (0.237 against 0.112 ms on the full step) and made runs incomparable.
-execFileSync('npm', ['run', 'build'], { cwd: path.resolve(import.meta.dirname, '..'), stdio: ['ignore', 'ignore', 'inherit'] });
-process.env.HOLDFAST_RUNTIME = 'dist';
+// The servers under test run as a production install does (compiled-build.ts).
+const SERVER_RUNTIME = useCompiledBuild();
 const RESULTS = path.resolve(import.meta.dirname, 'results');
 const VIEWER_TOKEN = 'scale-bench-viewer-token-0123456789';
 
@@ -706,7 +703,7 @@ async function main() {
   writeFileSync(path.join(RESULTS, 'scale-heartbeat-p99.png'), png);
   const table = [
     `Run ${new Date().toISOString()} on ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'cpu'}), load average at the start ${startLoad}, at the end ${load()}, ${fmt(seconds)} s.`,
-    `PostgreSQL 15 (fsync=off, throwaway) and etcd (one node, tmpfs), \`holdfast server\` child processes (the compiled build, \`npm run build\` at the start) with default settings (pool 16, sweep every 1 s); ` +
+    `PostgreSQL 15 (fsync=off, throwaway) and etcd (one node, tmpfs), \`holdfast server\` child processes (${SERVER_RUNTIME}) with default settings (pool 16, sweep every 1 s); ` +
       `default TTL ${TTL / 1000} s (heartbeat every ${PERIOD / 1000} s); the 100,000-session rows run at a longer TTL, named in their rows, because at the default TTL they need more heartbeats/s than one instance on 2 cores does.`,
     '',
     '| measure | value |',

@@ -11,6 +11,8 @@
  *   PEERS_ETCD_BACKOFF_MS (5,100) etcd3 recipe's retry backoff: first window, cap (full jitter)
  *   PEERS_ETCD_DATA_ROOT (the OS temp dir, on disk here) where both etcd members keep their data;
  *                                 /dev/shm reproduces the tests' tmpfs etcd, whose fsync is free
+ *   HOLDFAST_RUNTIME (built dist/) dist | tsx: what the Holdfast servers run; unset, peers.ts builds
+ *                                 dist/ first and runs it, as a production install would (compiled-build.ts)
  */
 import { tmpdir } from 'node:os';
 import type { Backoff } from './etcd-recipe.js';

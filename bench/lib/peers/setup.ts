@@ -56,11 +56,13 @@ async function etcd(cleanup: Cleanup, name: string, dataRoot: string, environmen
   return { endpoints: node.endpoints, cpu: () => processCpuMillis(pid) };
 }
 
-/** What bin/holdfast.js runs: HOLDFAST_RUNTIME, else dist/ when built (and current), else the sources through tsx. */
+/** What bin/holdfast.js runs: HOLDFAST_RUNTIME (peers.ts pins dist/ after building it, compiled-build.ts), else dist/ when current, else tsx. */
 function runtime(): string {
-  if (process.env.HOLDFAST_RUNTIME) return `HOLDFAST_RUNTIME=${process.env.HOLDFAST_RUNTIME}`;
+  const chosen = process.env.HOLDFAST_RUNTIME;
+  if (chosen === 'dist') return 'the compiled build (dist/)';
+  if (chosen === 'tsx') return 'the TypeScript sources through tsx (HOLDFAST_RUNTIME=tsx)';
   return existsSync(fileURLToPath(new URL('../../../dist/cli/main.js', import.meta.url)))
-    ? 'dist/ (when current, else tsx)'
+    ? 'dist/ when current, else tsx'
     : 'the TypeScript sources through tsx (no dist/ build)';
 }
 
