@@ -87,7 +87,7 @@ describe('KeepAliveHttpTransport connections', () => {
       await transport.send({ method: 'GET', path: '/ok-then-fin' });
       const first = connectionOfLast();
       // The server's side is gone once the client has taken in its FIN and closed its own half.
-      await expect.poll(() => sockets.has(first), { timeout: 30_000 }).toBe(false);
+      await expect.poll(() => sockets.has(first)).toBe(false);
       const answer = await transport.send({ method: 'GET', path: '/ok' });
       expect(answer.body).toEqual({ ok: true });
       expect(connectionOfLast()).not.toBe(first);
@@ -140,7 +140,7 @@ describe('KeepAliveHttpTransport connections', () => {
   it('close() with an answer framed by the connection\'s end in flight rejects it: a cut body is not an answer', async () => {
     const transport = new KeepAliveHttpTransport(baseUrl);
     const pending = transport.send({ method: 'GET', path: '/unframed' });
-    await expect.poll(() => received.at(-1)?.head.startsWith('GET /unframed'), { timeout: 30_000 }).toBe(true);
+    await expect.poll(() => received.at(-1)?.head.startsWith('GET /unframed')).toBe(true);
     transport.close();
     await expect(pending).rejects.toThrow('the transport was closed');
   });
