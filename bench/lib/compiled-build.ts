@@ -12,9 +12,21 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /** Builds dist/ and pins the bin to it, unless HOLDFAST_RUNTIME was set; answers what servers will run. */
 export function useCompiledBuild(): string {
-  const chosen = process.env.HOLDFAST_RUNTIME;
-  if (chosen) return `HOLDFAST_RUNTIME=${chosen}`;
-  execFileSync('npm', ['run', 'build'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
-  process.env.HOLDFAST_RUNTIME = 'dist';
-  return 'the compiled build (`npm run build` at the start)';
+  if (!process.env.HOLDFAST_RUNTIME) {
+    execFileSync('npm', ['run', 'build'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+    process.env.HOLDFAST_RUNTIME = 'dist';
+  }
+  return serverRuntime();
+}
+
+/** What bin/holdfast.js runs for a server started now, in words for a results table. */
+export function serverRuntime(): string {
+  switch (process.env.HOLDFAST_RUNTIME) {
+    case 'dist':
+      return 'the compiled build (dist/)';
+    case 'tsx':
+      return 'the TypeScript sources through tsx (HOLDFAST_RUNTIME=tsx)';
+    default:
+      return 'dist/ when current, else the TypeScript sources through tsx';
+  }
 }

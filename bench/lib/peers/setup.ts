@@ -12,11 +12,11 @@
  * disk, not tmpfs: each system on its defaults, paying for its durability where it has any.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { startEtcd, type EtcdNode } from '../../../test/support/etcd.js';
 import { startPostgres, type PostgresCluster } from '../../../test/support/postgres.js';
+import { serverRuntime } from '../compiled-build.js';
 import { clusterCpuMillis, processCpuMillis } from '../cpu.js';
 import type { Cleanup } from './cleanup.js';
 import { etcdRecipeSystem } from './etcd-recipe.js';
@@ -56,20 +56,10 @@ async function etcd(cleanup: Cleanup, name: string, dataRoot: string, environmen
   return { endpoints: node.endpoints, cpu: () => processCpuMillis(pid) };
 }
 
-/** What bin/holdfast.js runs: HOLDFAST_RUNTIME (peers.ts pins dist/ after building it, compiled-build.ts), else dist/ when current, else tsx. */
-function runtime(): string {
-  const chosen = process.env.HOLDFAST_RUNTIME;
-  if (chosen === 'dist') return 'the compiled build (dist/)';
-  if (chosen === 'tsx') return 'the TypeScript sources through tsx (HOLDFAST_RUNTIME=tsx)';
-  return existsSync(fileURLToPath(new URL('../../../dist/cli/main.js', import.meta.url)))
-    ? 'dist/ when current, else tsx'
-    : 'the TypeScript sources through tsx (no dist/ build)';
-}
-
 async function holdfast(cleanup: Cleanup, store: string, env: (dir: string) => Record<string, string>, environment: Record<string, string>) {
   const server: HoldfastProcess = await spawnHoldfast(store, env);
   cleanup.add(`holdfast server (${store})`, () => server.stop());
-  environment[`holdfast server (${store})`] = `a \`holdfast server\` process on ${runtime()}, defaults; its directory on ${filesystemOf(server.dir)}`;
+  environment[`holdfast server (${store})`] = `a \`holdfast server\` process on ${serverRuntime()}, defaults; its directory on ${filesystemOf(server.dir)}`;
   return server;
 }
 
