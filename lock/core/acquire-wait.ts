@@ -178,7 +178,7 @@ export class AcquireWait {
    * handed it meanwhile, if one did: then the acquire succeeded after all.
    */
   async finish(): Promise<HeldLock | null> {
-    const handed = (await this.deps.records?.finish(this.waiter, this.req.session)) ?? null;
+    const handed = (await this.deps.records?.finish(this.waiter)) ?? null;
     return handed ?? this.waiter.handed;
   }
 
@@ -250,6 +250,11 @@ export class AcquireWait {
   succeeded(): number {
     this.granted = true;
     if (this.waited) this.end(this.fellBack ? 'fallback' : 'released');
+    return this.elapsedMillis();
+  }
+
+  /** Milliseconds since the acquire began. */
+  elapsedMillis(): number {
     return this.deps.clock.now() - this.startedAt;
   }
 
@@ -280,8 +285,8 @@ export class AcquireWait {
 
   /**
    * However it ended: leaves the registry, passes on a release it did not win, ends its record.
-   * Leaving without the key, it answers a grant a release handed it that nobody will answer:
-   * the caller must give that back.
+   * Leaving without the key, it answers a grant a release handed it meanwhile: the session holds
+   * that one though this request will not say so.
    */
   async close(): Promise<HeldLock | null> {
     this.signal?.removeEventListener('abort', this.callerLeft);
@@ -297,7 +302,7 @@ export class AcquireWait {
       // Its try got no answer: ended without waiting on a store that may not answer either.
       this.recordUncertain = false;
       this.waiter.recordedInStore = false;
-      this.deps.records?.endUncertain(this.waiter.waitId, this.req.key, this.req.session);
+      this.deps.records?.end(this.waiter.waitId);
     }
     // Told of a release after its last try and leaving without the key (deadline, abort, refusal):
     // the release may still be unclaimed, so the next waiter in line gets it rather than its recheck timer.

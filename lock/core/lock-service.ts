@@ -164,7 +164,7 @@ export class LockService {
     // The budget is of contended attempts: a free key is granted whatever the budget says.
     if (req.waitMillis <= 0) {
       const result = await this.store.tryAcquire(attempt);
-      if (result.kind === 'granted') return this.granted(result.grant, result.owner, result.existing, 0, ctx);
+      if (result.kind === 'granted') return this.granted(result.grant, result.owner, !result.existing, 0, ctx);
       if (result.kind !== 'held') throw refusedAttempt(result, req);
       throw await this.contended(who, result.holder, ctx);
     }
@@ -204,8 +204,12 @@ export class LockService {
         await wait.park(seen, result.observedRevision);
       }
     } finally {
+      // A grant a release handed this wait as it left without it (caller gone, draining, refused) stays
+      // with the session: its retried L4, on any instance, is answered it (L4 is idempotent per session),
+      // else it ends at its TTL or with the session. Ending it here would race that retry and free a key
+      // its session was already answered (an overlap only the fence would catch). It is a new grant, so said.
       const unanswered = await wait.close();
-      if (unanswered) void this.handoffs.giveBack(unanswered, req.session);
+      if (unanswered) this.granted(handedGrant(unanswered, req.value), unanswered.owner, true, wait.elapsedMillis(), ctx);
     }
   }
 
@@ -374,8 +378,9 @@ export class LockService {
     return this.contention.contended({ ...who, principal: await this.principals.of(who.sessionId) }, holder, ctx);
   }
 
-  private granted(grant: LockGrant, owner: string, existing: boolean, waitedMillis: number, ctx: EventContext): LockGrant {
-    if (!existing) {
+  /** Announces a new grant (lock_granted, insight); a session's retried L4 answered its existing grant is not one. */
+  private granted(grant: LockGrant, owner: string, isNew: boolean, waitedMillis: number, ctx: EventContext): LockGrant {
+    if (isNew) {
       this.insight.granted(grant, owner);
       this.events.granted(ctx, {
         key: grant.key,

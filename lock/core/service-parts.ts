@@ -106,7 +106,7 @@ export function wireServiceParts(rawStore: LockStore, events: LockEvents, option
     options.storeHealth ?? DEFAULT_STORE_HEALTH,
   );
   const store = healthCheckedStore(rawStore, storeHealth);
-  const handoffs = new Handoffs(store, waiters);
+  const handoffs = new Handoffs(waiters);
   const budget = new ContentionBudget(options.contentionBudget ?? DEFAULT_CONTENTION_BUDGET, clock);
   const insight = new LockInsight(store, waiters, events, () => clock.now(), options.insight);
   const contention = new ContentionAnswers(budget, insight, events, options.maxWaitsPerSession ?? 32);
@@ -130,7 +130,7 @@ export function wireServiceParts(rawStore: LockStore, events: LockEvents, option
   const strategy = chooseWaitStrategy(store, poller, waiters, clock, options.feedRecheckMillis ?? FEED_RECHECK_MILLIS);
   records =
     store.fleet && fleet
-      ? new WaitRecords(store.fleet, fleet.instanceId, storeHealth, clock, (grant, session) => void handoffs.giveBack(grant, session))
+      ? new WaitRecords(store.fleet, fleet.instanceId, storeHealth, clock)
       : null;
   const waits = new AcquireWaits({ clock, waiters, strategy, poller, records, contention, events, insight });
   const principals = new SessionPrincipals(store);

@@ -5,7 +5,7 @@
  * and on every sweep — else the row would count as a waiter and as an edge of the wait-for graph
  * until its session or instance ended.
  */
-import type { FleetWaitState, HeldLock, SessionCredential, WaitToRecord } from '../store/spi.js';
+import type { FleetWaitState, HeldLock, WaitToRecord } from '../store/spi.js';
 import { MUTEX } from '../../contract/records.js';
 import type { Clock } from './clock.js';
 import type { StoreHealth } from './store-health.js';
@@ -15,14 +15,9 @@ import type { Waiter } from './waiters.js';
 const MAX_UNENDED_WAITS = 10_000;
 const UNENDED_WAITS_AT_ONCE = 16;
 
-/** A wait whose record end the store did not take, with what giving back a grant handed to it needs. */
-interface UnendedWait {
-  key: string;
-  session: SessionCredential | null;
-}
-
 export class WaitRecords {
-  private readonly unended = new Map<string, UnendedWait>();
+  /** Waits whose record end the store did not take. */
+  private readonly unended = new Set<string>();
   private flushing = false;
 
   constructor(
@@ -30,8 +25,6 @@ export class WaitRecords {
     private readonly instanceId: string,
     private readonly health: StoreHealth,
     private readonly clock: Clock,
-    /** Gives back a grant a release handed to a wait that has left (its caller will never answer it). */
-    private readonly giveBack: (grant: HeldLock, session: SessionCredential) => void,
   ) {}
 
   /** The store records a wait in the try that finds its key held (FleetWaitState.recordsOnTry). */
@@ -50,8 +43,8 @@ export class WaitRecords {
     await this.fleet.beginWait(waitRecordOf(waiter, this.instanceId, this.clock.now()));
   }
 
-  /** Ends the record and answers the grant a release handed the wait meanwhile, if any (the caller must use or give it back). */
-  async finish(waiter: Waiter, session: SessionCredential): Promise<HeldLock | null> {
+  /** Ends the record and answers the grant a release handed the wait meanwhile, if any (its session holds it). */
+  async finish(waiter: Waiter): Promise<HeldLock | null> {
     if (!waiter.recordedInStore) return null;
     waiter.recordedInStore = false;
     if (!this.fleet.handsOff) {
@@ -61,37 +54,23 @@ export class WaitRecords {
     try {
       return await this.fleet.endWait(waiter.waitId);
     } catch {
-      // Ended later (store back, or the sweep); a grant handed to it meanwhile is given back then.
-      this.remember(waiter.waitId, { key: waiter.key, session });
+      // Ended later (store back, or the sweep); a grant handed to it meanwhile stays with its session.
+      this.remember(waiter.waitId);
       return null;
     }
   }
 
-  /** Not awaited by callers. While the store is down the end is only remembered (it would hold a connection heartbeats need). */
+  /**
+   * Not awaited by callers (also for a record a try may have made though no answer came). While the store
+   * is down the end is only remembered (it would hold a connection heartbeats need). A grant a release
+   * handed the wait meanwhile stays with its session.
+   */
   end(waitId: string): void {
     if (!this.health.up) {
       this.remember(waitId);
       return;
     }
     this.fleet.endWait(waitId).catch(() => this.remember(waitId));
-  }
-
-  /**
-   * Not awaited: ends a record a try may have made though no answer came (the store failed, or a
-   * gate refused the try before it was sent). A grant handed to it meanwhile is given back.
-   */
-  endUncertain(waitId: string, key: string, session: SessionCredential): void {
-    const wait = { key, session };
-    if (!this.health.up) {
-      this.remember(waitId, wait);
-      return;
-    }
-    this.fleet.endWait(waitId).then(
-      (handed) => {
-        if (handed) this.giveBack(handed, session);
-      },
-      () => this.remember(waitId, wait),
-    );
   }
 
   /** Sends the remembered ends, a few at a time so client traffic is not queued behind them. */
@@ -101,27 +80,18 @@ export class WaitRecords {
     try {
       while (this.unended.size > 0 && this.health.up) {
         const batch = [...this.unended].slice(0, UNENDED_WAITS_AT_ONCE);
-        for (const [waitId] of batch) this.unended.delete(waitId);
-        await Promise.all(
-          batch.map(([waitId, wait]) =>
-            this.fleet.endWait(waitId).then(
-              (handed) => {
-                if (handed && wait.session) this.giveBack(handed, wait.session);
-              },
-              () => this.remember(waitId, wait),
-            ),
-          ),
-        );
-        if (this.unended.size > 0 && batch.every(([waitId]) => this.unended.has(waitId))) break; // still failing: next sweep
+        for (const waitId of batch) this.unended.delete(waitId);
+        await Promise.all(batch.map((waitId) => this.fleet.endWait(waitId).catch(() => this.remember(waitId))));
+        if (this.unended.size > 0 && batch.every((waitId) => this.unended.has(waitId))) break; // still failing: next sweep
       }
     } finally {
       this.flushing = false;
     }
   }
 
-  private remember(waitId: string, wait: UnendedWait = { key: '', session: null }): void {
+  private remember(waitId: string): void {
     // Past the cap, the rest go with their sessions or this instance.
-    if (this.unended.size < MAX_UNENDED_WAITS) this.unended.set(waitId, wait);
+    if (this.unended.size < MAX_UNENDED_WAITS) this.unended.add(waitId);
   }
 }
 

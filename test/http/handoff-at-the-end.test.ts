@@ -1,8 +1,9 @@
 /**
  * A release that hands the key to a wait just as the wait ends (issue 22, FIFO handoff): the
  * wait's record ends before its answer, and the end tells it of the grant. At its deadline the
- * acquire answers that grant (200, not 409); when its caller has gone, the grant is given back at
- * once, so the key does not sit with nobody for its TTL. The release is made inside the wait's
+ * acquire answers that grant (200, not 409); when its caller has gone, the grant stays with its session
+ * (a retried L4 of that session, on any instance, is answered it; an instance that ended it instead would
+ * race that retry and free a key its session was answered), and is announced. The release is made inside the wait's
  * end (a store wrapper), the one moment no timing can make deterministic otherwise.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -93,7 +94,7 @@ describe('a handoff that meets the end of a wait (embedded store)', () => {
     expect((await api.read(key)).body).toMatchObject({ sessionId: waiter, fencingToken: answer.body.fencingToken, waiterCount: 0 });
   });
 
-  it('a wait whose caller left gives a handed grant back at once', async () => {
+  it('a wait whose caller left leaves a handed grant with its session: its retried L4 is answered it, and it stays held', async () => {
     const key = 'handoff-after-abort';
     const { api, waiter, held, credential } = await holderAndWaiter(key);
     const leaving = new AbortController();
@@ -107,8 +108,20 @@ describe('a handoff that meets the end of a wait (embedded store)', () => {
     releaseOnEnd = { key, session: credential, fencingToken: held.fencingToken };
     leaving.abort();
     expect(await waiting).toBeInstanceOf(Error);
-    // Handed to the wait as it ended, then given back: free long before the grant's 60 s TTL.
-    await eventually(async () => (await api.read(key)).body.held === false, 10_000);
+    // The instance is done with the wait once it has announced the grant the release handed it.
+    const announced = () => server.logs.find((line) => line.event === 'lock_granted' && line.key === key && line.sessionId === waiter);
+    await eventually(async () => announced() !== undefined);
     expect(releaseOnEnd).toBeNull();
+    const handedToken = String(announced()!.fencingToken);
+    expect(BigInt(handedToken)).toBeGreaterThan(BigInt(held.fencingToken));
+    // The caller retries (here, or on another instance): answered the grant its session holds, which stays held.
+    const retried = await api.acquire(key, { sessionId: waiter, ttlMillis: 60_000 });
+    expect(retried.status).toBe(200);
+    expect(retried.body).toMatchObject({ sessionId: waiter, fencingToken: handedToken });
+    expect((await api.renew(key, { sessionId: waiter, fencingToken: handedToken })).status).toBe(200);
+    expect((await api.read(key)).body).toMatchObject({ held: true, sessionId: waiter, fencingToken: handedToken });
+    // A session that never retries keeps it no longer than the session: closing it frees the key.
+    expect((await api.closeSession(waiter)).status).toBe(204);
+    expect((await api.read(key)).body.held).toBe(false);
   });
 });
