@@ -23,6 +23,7 @@
 import net from 'node:net';
 import { Http1ResponseParser, HTTP_TOKEN, type ParsedResponse } from './http1-response-parser.js';
 import { IDLE_SOCKET_MILLIS } from './node-http-transport.js';
+import { forEachCallerHeader, httpEndpoint, type HttpEndpoint } from './http-endpoint.js';
 import { decodeBody, type Transport, type TransportRequest, type TransportResponse } from './transport.js';
 
 /** How much sooner than the server's advertised keep-alive timeout an idle socket is closed (node:http's margin too). */
@@ -35,10 +36,7 @@ const MAX_IDLE_SOCKETS = 256;
 const UNSAFE_PATH = /[^\x21-\x7e]/;
 
 export class KeepAliveHttpTransport implements Transport {
-  readonly #host: string;
-  readonly #port: number;
-  readonly #hostHeader: string;
-  readonly #pathPrefix: string;
+  readonly #endpoint: HttpEndpoint;
   /** Idle connections, most recently used last. */
   readonly #idle: Connection[] = [];
   readonly #open = new Set<Connection>();
@@ -47,12 +45,7 @@ export class KeepAliveHttpTransport implements Transport {
   /** `baseUrl`: an `http:` URL, optionally with a path prefix (`http://gw.internal/holdfast`). */
   constructor(baseUrl: string) {
     if (!KeepAliveHttpTransport.supports(baseUrl)) throw new TypeError(`KeepAliveHttpTransport speaks plain http: without credentials, not ${baseUrl}`);
-    const url = new URL(baseUrl);
-    // URL keeps the brackets of an IPv6 literal; the socket wants the bare address.
-    this.#host = url.hostname.replace(/^\[(.*)\]$/, '$1');
-    this.#port = url.port === '' ? 80 : Number(url.port);
-    this.#hostHeader = url.host;
-    this.#pathPrefix = url.pathname.replace(/\/+$/, '');
+    this.#endpoint = httpEndpoint(new URL(baseUrl));
   }
 
   /** True for an `http:` URL without credentials (https: goes through NodeHttpTransport). */
@@ -88,7 +81,7 @@ export class KeepAliveHttpTransport implements Transport {
     for (let connection = this.#idle.pop(); connection !== undefined; connection = this.#idle.pop()) {
       if (connection.usable) return connection;
     }
-    const connection = new Connection(net.connect({ host: this.#host, port: this.#port, noDelay: true }), this);
+    const connection = new Connection(net.connect({ host: this.#endpoint.socketHost, port: this.#endpoint.port ?? 80, noDelay: true }), this);
     this.#open.add(connection);
     return connection;
   }
@@ -109,25 +102,16 @@ export class KeepAliveHttpTransport implements Transport {
   /** The request head and body as one string; throws a TypeError for what would corrupt the framing. */
   #message(request: TransportRequest): string {
     if (!HTTP_TOKEN.test(request.method)) throw new TypeError(`invalid method: ${JSON.stringify(request.method)}`);
-    const path = this.#pathPrefix + request.path;
+    const path = this.#endpoint.pathPrefix + request.path;
     if (!path.startsWith('/') || UNSAFE_PATH.test(path)) throw new TypeError(`request path must be percent-encoded visible ASCII: ${JSON.stringify(path)}`);
     const payload = request.body === undefined ? undefined : JSON.stringify(request.body);
-    let head = `${request.method} ${path} HTTP/1.1\r\nhost: ${this.#hostHeader}\r\n`;
-    let accept = true;
-    const extra = request.headers;
-    if (extra !== undefined) {
-      for (const name in extra) {
-        const lower = name.toLowerCase();
-        // As with fetch: the caller may replace `accept`; the transport owns framing and the host.
-        if (lower === 'host' || lower === 'content-type' || lower === 'content-length' || lower === 'transfer-encoding' || lower === 'connection') continue;
-        const value = extra[name]!;
-        if (!HTTP_TOKEN.test(name)) throw new TypeError(`invalid header name: ${JSON.stringify(name)}`);
-        if (UNSAFE_HEADER_VALUE.test(value)) throw new TypeError(`header ${name} holds a control character or non-ASCII`);
-        if (lower === 'accept') accept = false;
-        head += `${name}: ${value}\r\n`;
-      }
-    }
-    if (accept) head += 'accept: application/json\r\n';
+    let head = `${request.method} ${path} HTTP/1.1\r\nhost: ${this.#endpoint.hostHeader}\r\n`;
+    const callerAccept = forEachCallerHeader(request.headers, (name, value) => {
+      if (!HTTP_TOKEN.test(name)) throw new TypeError(`invalid header name: ${JSON.stringify(name)}`);
+      if (UNSAFE_HEADER_VALUE.test(value)) throw new TypeError(`header ${name} holds a control character or non-ASCII`);
+      head += `${name}: ${value}\r\n`;
+    });
+    if (!callerAccept) head += 'accept: application/json\r\n';
     if (payload === undefined) return `${head}\r\n`;
     return `${head}content-type: application/json\r\ncontent-length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`;
   }

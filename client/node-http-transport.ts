@@ -24,6 +24,7 @@
  */
 import http from 'node:http';
 import https from 'node:https';
+import { forEachCallerHeader, httpEndpoint, type HttpEndpoint } from './http-endpoint.js';
 import { decodeBody, type Transport, type TransportRequest, type TransportResponse } from './transport.js';
 
 /** Below common proxy idle timeouts (nginx 75 s, cloud load balancers 60 s) and Holdfast's own 72 s. */
@@ -37,10 +38,7 @@ export interface NodeHttpTransportOptions {
 export class NodeHttpTransport implements Transport {
   readonly #agent: http.Agent;
   readonly #request: typeof http.request;
-  readonly #hostname: string;
-  readonly #port: number | undefined;
-  readonly #hostHeader: string;
-  readonly #pathPrefix: string;
+  readonly #endpoint: HttpEndpoint;
   readonly #ownsAgent: boolean;
 
   /** `baseUrl`: an `http:` or `https:` URL, optionally with a path prefix (`https://gw.example/holdfast`). */
@@ -51,11 +49,7 @@ export class NodeHttpTransport implements Transport {
     this.#request = secure ? https.request : http.request;
     this.#ownsAgent = options.agent === undefined;
     this.#agent = options.agent ?? newPool(secure);
-    // URL keeps the brackets of an IPv6 literal; the socket wants the bare address.
-    this.#hostname = url.hostname.replace(/^\[(.*)\]$/, '$1');
-    this.#port = url.port === '' ? undefined : Number(url.port);
-    this.#hostHeader = url.host;
-    this.#pathPrefix = url.pathname.replace(/\/+$/, '');
+    this.#endpoint = httpEndpoint(url);
   }
 
   /** True when `baseUrl` is a URL this transport can speak to (else the SDK falls back to fetch). */
@@ -86,10 +80,10 @@ export class NodeHttpTransport implements Transport {
       const req = this.#request(
         {
           agent: this.#agent,
-          hostname: this.#hostname,
-          port: this.#port,
+          hostname: this.#endpoint.socketHost,
+          port: this.#endpoint.port,
           method: request.method,
-          path: this.#pathPrefix + request.path,
+          path: this.#endpoint.pathPrefix + request.path,
           headers,
         },
         (res) => {
@@ -119,23 +113,10 @@ export class NodeHttpTransport implements Transport {
     if (this.#ownsAgent) this.#agent.destroy();
   }
 
-  /**
-   * A flat name/value list (node:http writes it as is, still validating each
-   * header). As with fetch: the caller's headers may replace `accept`; the
-   * client owns `host`, `content-type` and `content-length`.
-   */
+  /** A flat name/value list (node:http writes it as is, still validating each header). */
   #headers(extra: Record<string, string> | undefined, payload: string | undefined): string[] {
-    const headers = ['host', this.#hostHeader];
-    let accept = true;
-    if (extra !== undefined) {
-      for (const name in extra) {
-        const lower = name.toLowerCase();
-        if (lower === 'host' || lower === 'content-type' || lower === 'content-length') continue;
-        if (lower === 'accept') accept = false;
-        headers.push(name, extra[name]!);
-      }
-    }
-    if (accept) headers.push('accept', 'application/json');
+    const headers = ['host', this.#endpoint.hostHeader];
+    if (!forEachCallerHeader(extra, (name, value) => headers.push(name, value))) headers.push('accept', 'application/json');
     if (payload !== undefined) headers.push('content-type', 'application/json', 'content-length', String(Buffer.byteLength(payload)));
     return headers;
   }

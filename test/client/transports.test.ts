@@ -87,6 +87,35 @@ const transports: [string, (url: string) => Transport][] = [
   ['FetchTransport', (url) => new FetchTransport(url)],
 ];
 
+describe.each(transports.slice(0, 2))('%s (the Node transports share one header rule, client/http-endpoint.ts)', (_name, make) => {
+  it("the caller may replace accept; host and framing are the transport's, whatever the caller says", async () => {
+    const answer = await make(baseUrl).send({
+      method: 'POST',
+      path: '/json',
+      body: { n: 1 },
+      headers: {
+        Accept: 'application/json;q=0.9',
+        Host: 'elsewhere.example',
+        'Content-Type': 'text/plain',
+        'Content-Length': '999',
+        'Transfer-Encoding': 'chunked',
+        Connection: 'close',
+        'x-trace-note': 'kept',
+      },
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatchObject({ echo: { n: 1 } });
+    const request = seen.at(-1)!;
+    expect(request.headers.accept).toBe('application/json;q=0.9');
+    expect(request.headers.host).toBe(new URL(baseUrl).host);
+    expect(request.headers['content-type']).toBe('application/json');
+    expect(request.headers['content-length']).toBe(String(Buffer.byteLength(request.body)));
+    expect(request.headers['transfer-encoding']).toBeUndefined();
+    expect(request.headers.connection).not.toBe('close');
+    expect(request.headers['x-trace-note']).toBe('kept');
+  });
+});
+
 describe.each(transports)('%s', (_name, make) => {
   it('sends JSON with the caller headers and reads a JSON answer and its headers, case-insensitively', async () => {
     const transport = make(baseUrl);
