@@ -31,7 +31,7 @@ export function httpEndpoint(url: URL): HttpEndpoint {
  */
 export function forEachCallerHeader(
   headers: Record<string, string> | undefined,
-  visit: (name: string, value: string, lowerName: string) => void,
+  visit: (name: string, value: string) => void,
 ): boolean {
   let accept = false;
   if (headers === undefined) return accept;
@@ -39,7 +39,7 @@ export function forEachCallerHeader(
     const lower = name.toLowerCase();
     if (lower === 'host' || lower === 'content-type' || lower === 'content-length' || lower === 'transfer-encoding' || lower === 'connection') continue;
     if (lower === 'accept') accept = true;
-    visit(name, headers[name]!, lower);
+    visit(name, headers[name]!);
   }
   return accept;
 }

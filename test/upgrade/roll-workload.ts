@@ -137,8 +137,8 @@ export function startRollWorkload(options: RollWorkloadOptions): RollWorkload {
       transport: new sdk.EndpointsTransport(rotated.map((e) => new sdk.FetchTransport(e.url, countingFetch(e, worker, waits)))),
     });
   };
-  const markedByOldRelease = new Set<string>();
   const ownGrants = () => grants.filter((g) => !g.afterOldWaitLeft);
+  const markedTokens = () => new Set(grants.filter((g) => g.afterOldWaitLeft).map((g) => `${g.key} ${g.token}`));
   let running = true;
 
   const report: RollWorkload = {
@@ -173,7 +173,10 @@ export function startRollWorkload(options: RollWorkloadOptions): RollWorkload {
       }
       return served;
     },
-    staleWrites: () => recorder.rejected.filter((write) => !markedByOldRelease.has(`${write.key} ${write.token}`)),
+    staleWrites: () => {
+      const marked = markedTokens();
+      return recorder.rejected.filter((write) => !marked.has(`${write.key} ${write.token}`));
+    },
     overlaps: () => findOverlaps(ownGrants()),
     tokenOrderViolations: () => findTokenOrderViolations(grants),
     serverErrors: () =>
@@ -246,7 +249,6 @@ export function startRollWorkload(options: RollWorkloadOptions): RollWorkload {
       bump(grantsBySdk, sdk.name);
       const grantedAt = Date.now();
       const afterOldWaitLeft = oldWaitLeft.get(w) === true;
-      if (afterOldWaitLeft) markedByOldRelease.add(`${key} ${handle.fencingToken}`);
       const { lost, releasedAt } = await holdThroughFence(recorder, key, handle, options.workMillis);
       if (lost) report.handlesLost += 1;
       grants.push({ key, token: BigInt(handle.fencingToken), requestedAt, grantedAt, releasedAt, afterOldWaitLeft });
