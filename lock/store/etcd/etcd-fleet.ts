@@ -135,7 +135,7 @@ export class EtcdFleet implements FleetWaitState {
       const txn = { compare: write.compare, success: [write.put], failure: [] };
       let response;
       try {
-        response = await this.waitWrites.submit(etcdKey, txn);
+        ({ response } = await this.waitWrites.submit(etcdKey, txn));
       } catch (error) {
         if (!/lease not found/i.test((error as Error).message)) throw error;
         // One wait's lease ended in a shared txn and failed the others with it: this one goes alone.

@@ -40,6 +40,7 @@ import {
 } from './ops.js';
 import { decodeLock, decodeSession, encode, type StoredLock } from './records.js';
 import { ReleaseBatcher } from './release-batcher.js';
+import { releaseLanded } from './release-landed.js';
 import { HolderGrants, type HolderMemory } from './holder-grants.js';
 import { EtcdRevocation } from './etcd-revocation.js';
 import { MutexTry } from './mutex-try.js';
@@ -160,12 +161,13 @@ export class EtcdGrants {
       if (!session) return { kind: 'session_not_found' };
       if (session.session.tokenHash !== req.session.tokenHash) return { kind: 'unauthenticated' };
       // Compare-and-delete on (key, token) of this session incarnation's grant, sharing a round trip with
-      // concurrent releases. Retried only on unavailability: a repeat of an applied delete fails its
-      // compare and answers `lost` (benign LOCK_LOST), never a second delete. The token names the
-      // grant by create revision and slot (grant-tokens.ts): both are compared.
+      // concurrent releases. Retried only on unavailability: a resend of an applied delete fails its
+      // compare, never deletes twice, and is then told apart from a grant that ended otherwise
+      // (releasedEarlier). The token names the grant by create revision and slot (grant-tokens.ts):
+      // both are compared.
       const token = tokenParts(req.fencingToken);
       if (!token) return { kind: 'lost' };
-      const response = await this.releases.submit(lockKey, {
+      const { response, resent } = await this.releases.submit(lockKey, {
         compare: [
           createRevisionIs(lockKey, token.revision),
           ...slotIs(lockKey, token.slot),
@@ -213,10 +215,29 @@ export class EtcdGrants {
       }
       const fresh = decodeSession(sessionKv);
       this.ctx.sessions.remember(fresh);
-      if (fresh.createRevision === session.createRevision) return { kind: 'lost' };
+      if (fresh.createRevision === session.createRevision) {
+        if (resent) return this.releasedEarlier(req, { lockKey, holderKey, recordKey, createRevision: token.revision, goneBy: response.header.revision });
+        return { kind: 'lost' };
+      }
       session = fresh;
     }
     throw new NotLeaderError(`release of ${JSON.stringify(req.key)} kept racing other writers`);
+  }
+
+  /** A resent release found its grant gone: `released` if it was this holder's release that ended it (release-landed.ts). */
+  private async releasedEarlier(
+    req: { key: string; fencingToken: FencingToken },
+    at: { lockKey: Buffer; holderKey: Buffer; recordKey: Buffer; createRevision: string; goneBy: string },
+  ): Promise<ReleaseResult> {
+    const query = { recordKey: at.recordKey, auditHead: this.ctx.keys.auditHead, createRevision: BigInt(at.createRevision), goneBy: BigInt(at.goneBy) };
+    const client = this.ctx.etcd();
+    const mutex = await releaseLanded(client, { ...query, liveKey: at.lockKey });
+    const landed = mutex ?? (await releaseLanded(client, { ...query, liveKey: at.holderKey }));
+    const row = landed ? decodeLock(req.key, landed) : null;
+    // The create revision names the grant; its slot must match the token too, as the compare-and-delete's did.
+    if (!row || row.lock.fencingToken !== req.fencingToken) return { kind: 'lost' };
+    if (!mutex) await dropAnchorIfEmpty(this.ctx, req.key);
+    return { kind: 'released', lock: { ...row.lock, endedAt: this.ctx.clock() } };
   }
 
   async readLock(key: string): Promise<HeldLock | null> {

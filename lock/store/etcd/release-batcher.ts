@@ -9,11 +9,21 @@
 import type { Etcd3, ITxnRequest, ITxnResponse } from 'etcd3';
 import { batchesOfDistinctKeys } from './key-batches.js';
 
+export interface ReleaseAnswer {
+  /** The release's own txn response (a nested one carries the batch's header). */
+  response: ITxnResponse;
+  /**
+   * An earlier send of this txn went unanswered (it may have been applied): a failed compare may then
+   * be this release's own delete seen again (release-landed.ts).
+   */
+  resent: boolean;
+}
+
 interface PendingRelease {
   /** The lock key: etcd refuses a txn that writes one key twice, so one key per batch. */
   lockKey: Buffer;
   txn: ITxnRequest;
-  resolve: (response: ITxnResponse) => void;
+  resolve: (answer: ReleaseAnswer) => void;
   reject: (error: unknown) => void;
 }
 
@@ -34,7 +44,7 @@ export class ReleaseBatcher {
    * Runs `txn` (a compare-and-delete whose repeat is a no-op) in the next batch;
    * resolves with its own response (for nested txns, the inner one).
    */
-  submit(lockKey: Buffer, txn: ITxnRequest): Promise<ITxnResponse> {
+  submit(lockKey: Buffer, txn: ITxnRequest): Promise<ReleaseAnswer> {
     return new Promise((resolve, reject) => {
       this.pending.push({ lockKey, txn, resolve, reject });
       if (!this.scheduled) {
@@ -52,19 +62,23 @@ export class ReleaseBatcher {
   }
 
   private async send(batch: PendingRelease[]): Promise<void> {
+    let sends = 0;
+    const sent = (txn: ITxnRequest) => () => {
+      sends += 1;
+      return this.client().kv.txn(txn);
+    };
     try {
       if (batch.length === 1) {
         const [only] = batch as [PendingRelease];
-        only.resolve(await this.write(() => this.client().kv.txn(only.txn)));
+        const response = await this.write(sent(only.txn));
+        only.resolve({ response, resent: sends > 1 });
         return;
       }
       // Retrying the whole batch is safe: an applied delete fails its compare the second time.
-      const response = await this.write(() =>
-        this.client().kv.txn({ compare: [], success: batch.map((request) => ({ request_txn: request.txn })), failure: [] }),
-      );
+      const response = await this.write(sent({ compare: [], success: batch.map((request) => ({ request_txn: request.txn })), failure: [] }));
       batch.forEach((request, index) => {
         const inner = response.responses[index]?.response_txn as ITxnResponse | undefined;
-        if (inner) request.resolve({ ...inner, header: response.header });
+        if (inner) request.resolve({ response: { ...inner, header: response.header }, resent: sends > 1 });
         else request.reject(new Error('etcd answered a release batch without the inner txn'));
       });
     } catch (error) {

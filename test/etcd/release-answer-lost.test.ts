@@ -1,0 +1,118 @@
+/**
+ * A release whose first txn etcd applied but whose answer was lost (the leader died, a deadline ran
+ * out) is resent, and the resend's compare finds the grant gone. That is the holder's own release:
+ * it is answered `released`, not LOCK_LOST (release-landed.ts reads etcd's history to tell). A grant
+ * that ended otherwise while the release was unanswered — a lapse, an operator's revoke — is still
+ * LOCK_LOST. The fault is injected at the one seam where it happens: the batcher's txn call to a real
+ * etcd (applied, then "Deadline exceeded"; or lost before it reached etcd).
+ */
+import { Etcd3, GRPCDeadlineExceededError } from 'etcd3';
+import { describe, expect, it } from 'vitest';
+import type { EtcdStore } from '../../lock/store/etcd/etcd-store.js';
+import type { KeyLayout } from '../../lock/store/etcd/keys.js';
+import type { ReleaseBatcher } from '../../lock/store/etcd/release-batcher.js';
+import type { AcquireAttempt } from '../../lock/store/spi.js';
+import { etcdStores, openSession, type TestSession } from './helpers.js';
+
+type Internals = { ctx: { keys: KeyLayout }; grants: { releases: ReleaseBatcher } };
+const internals = (store: EtcdStore): Internals => store as unknown as Internals;
+const LONG = 60_000;
+
+/** Where the first send's answer goes missing: after etcd applied it, or before it reached etcd. */
+type Loss = 'after-applied' | 'before-sent';
+
+/** The store's next release txn is lost once as `loss` says; `meanwhile` runs before the store hears of the loss. */
+function loseFirstRelease(store: EtcdStore, loss: Loss, meanwhile: () => Promise<void> = async () => undefined): () => number {
+  const releases = internals(store).grants.releases as unknown as { client: () => Etcd3 };
+  const real = releases.client;
+  let sends = 0;
+  releases.client = () => {
+    const client = real();
+    return {
+      kv: {
+        txn: async (request: Parameters<Etcd3['kv']['txn']>[0]) => {
+          sends += 1;
+          if (sends > 1) return client.kv.txn(request);
+          if (loss === 'after-applied') await client.kv.txn(request);
+          await meanwhile();
+          throw new GRPCDeadlineExceededError('Deadline exceeded (test: the answer was lost)');
+        },
+      },
+    } as unknown as Etcd3;
+  };
+  return () => sends;
+}
+
+describe('a release whose first answer was lost', () => {
+  const fixture = etcdStores();
+
+  async function held(store: EtcdStore, key: string, holding: Partial<AcquireAttempt> = {}): Promise<{ session: TestSession; token: string }> {
+    const session = await openSession(store, LONG);
+    const result = await store.tryAcquire({ key, session: session.credential, ttlMillis: LONG, ...holding });
+    if (result.kind !== 'granted') throw new Error(`expected a grant of ${key}, got ${result.kind}`);
+    return { session, token: result.grant.fencingToken };
+  }
+
+  it('is answered released when its own delete landed (mutex), and the key is free', async () => {
+    const store = await fixture.store();
+    const key = 'lost-answer/mutex';
+    const { session, token } = await held(store, key);
+    // Other writes in between: the grant's deletion is found among revisions, not at the last one.
+    const others = await openSession(store, LONG);
+    const sends = loseFirstRelease(store, 'after-applied', async () => {
+      for (let i = 0; i < 5; i += 1) await store.tryAcquire({ key: `lost-answer/other-${i}`, session: others.credential, ttlMillis: LONG });
+    });
+    const released = await store.release({ key, session: session.credential, fencingToken: token });
+    expect(sends()).toBe(2);
+    expect(released).toMatchObject({ kind: 'released', lock: { key, fencingToken: token, sessionId: session.sessionId } });
+    expect(await store.readLock(key)).toBeNull();
+    expect(await store.expireLocks(10)).toEqual([]);
+    const next = await store.tryAcquire({ key, session: others.credential, ttlMillis: LONG });
+    expect(next.kind).toBe('granted');
+  });
+
+  it('is answered released for a shared grant, and the key loses its anchor with its last holder', async () => {
+    const store = await fixture.store();
+    const key = 'lost-answer/shared';
+    const { session, token } = await held(store, key, { mode: 'shared' });
+    const sends = loseFirstRelease(store, 'after-applied');
+    const released = await store.release({ key, session: session.credential, fencingToken: token });
+    expect(sends()).toBe(2);
+    expect(released).toMatchObject({ kind: 'released', lock: { key, fencingToken: token, mode: 'shared' } });
+    expect(await store.readLock(key)).toBeNull();
+    const etcd = new Etcd3({ hosts: fixture.etcd.endpoints });
+    try {
+      expect(await etcd.get(internals(store).ctx.keys.lock(key)).string()).toBeNull();
+    } finally {
+      etcd.close();
+    }
+  });
+
+  it('is still LOCK_LOST when an operator revoked the grant before the resend', async () => {
+    const store = await fixture.store();
+    const key = 'lost-answer/revoked';
+    const { session, token } = await held(store, key);
+    loseFirstRelease(store, 'before-sent', async () => {
+      const revoked = await store.forceRevoke({ key, expectedFencingToken: token, audit: { actor: 'ops-alice', requestId: 'req-revoke', reason: 'stuck' } });
+      expect(revoked.outcome).toBe('REVOKED');
+    });
+    expect(await store.release({ key, session: session.credential, fencingToken: token })).toEqual({ kind: 'lost' });
+  });
+
+  it('is still LOCK_LOST when the grant lapsed (its liveness key went alone) before the resend', async () => {
+    const store = await fixture.store();
+    const key = 'lost-answer/lapsed';
+    const { session, token } = await held(store, key);
+    const etcd = new Etcd3({ hosts: fixture.etcd.endpoints });
+    try {
+      // What etcd does when a grant's lease runs out: the liveness key goes, the session's record stays for the sweeper.
+      loseFirstRelease(store, 'before-sent', async () => {
+        await etcd.delete().key(internals(store).ctx.keys.lock(key)).exec();
+      });
+      expect(await store.release({ key, session: session.credential, fencingToken: token })).toEqual({ kind: 'lost' });
+      expect(await store.expireLocks(10)).toMatchObject([{ key, fencingToken: token }]);
+    } finally {
+      etcd.close();
+    }
+  });
+});
