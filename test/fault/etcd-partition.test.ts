@@ -62,7 +62,7 @@ async function checkWorkload(workload: Workload, faultAt: number, runUntil: numb
   const firstAfter = workload.firstGrantAfter(faultAt);
   console.log(
     `${label}: ${extra()}; ${after} grants after the fault (waited for ${RESUME_GRANTS}, at most ${RESUME_WITHIN_MILLIS} ms), ` +
-      `first ${firstAfter === undefined ? 'NEVER' : `${firstAfter - faultAt} ms`} after it; ${workload.summary()}`,
+      `first ${firstAfter === undefined ? 'NEVER' : `${Math.round(firstAfter - faultAt)} ms`} after it; ${workload.summary()}`,
   );
   expect(workload.recorder.rejected).toEqual([]);
   expect(workload.overlaps()).toEqual([]);

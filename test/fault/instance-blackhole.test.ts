@@ -71,7 +71,7 @@ test('A cut off from PostgreSQL: A answers 503 instead of hanging, B keeps servi
 
   console.log(
     `black-holed A: L4 on A ${answer.status} ${answer.body?.error?.code ?? ''} after ${answeredIn} ms (bound ${ANSWER_BOUND_MILLIS}); ` +
-      `${grantsViaB} grants after it (waited for ${RESUME_GRANTS}), first ${firstAfter === undefined ? 'NEVER' : `${firstAfter - cutAt} ms`} after the cut; ` +
+      `${grantsViaB} grants after it (waited for ${RESUME_GRANTS}), first ${firstAfter === undefined ? 'NEVER' : `${Math.round(firstAfter - cutAt)} ms`} after the cut; ` +
       `A ready ${readyAgainIn} ms after the heal; ` +
       workload.summary(),
   );

@@ -93,7 +93,7 @@ describe.each(FLEET_STORES)('two instances on one %s', (store) => {
     const after = workload.grants.filter((g) => g.grantedAt > killedAt).length;
     const firstAfter = workload.firstGrantAfter(killedAt);
     console.log(
-      `instance kill: ${before} grants before, ${after} after; first grant ${firstAfter! - killedAt} ms after SIGKILL; ` +
+      `instance kill: ${before} grants before, ${after} after; first grant ${Math.round(firstAfter! - killedAt)} ms after SIGKILL; ` +
         `parked waiter answered ${waiterAnswer instanceof Error ? `with ${waiterAnswer.message}` : waiterAnswer.status}, ` +
         `its session probed ${probedAfter} ms after the kill: ${probe.status} ${probe.body?.error?.code ?? ''}; B's L7 waiterCount ${lockView.waiterCount}; ` +
         workload.summary(),

@@ -8,7 +8,7 @@
 import { LockClient } from '../../client/client.js';
 import { EndpointsTransport } from '../../client/endpoints.js';
 import { FetchTransport } from '../../client/transport.js';
-import { FencedResourceRecorder, findOverlaps, holdThroughFence, type ObservedGrant } from './fenced-resource.js';
+import { FencedResourceRecorder, findOverlaps, holdThroughFence, observedNow, type ObservedGrant } from './fenced-resource.js';
 
 export interface WorkloadOptions {
   /** Instances of one service; the client moves between them as `baseUrl: [...]` does. */
@@ -114,13 +114,13 @@ export function startWorkload(options: WorkloadOptions): Workload {
           session = await client.openSession({ ttlMillis: options.sessionTtlMillis, owner: `worker-${w}` });
         }
         const key = `${options.keyPrefix}/${(w + grants.length) % options.keys}`;
-        const requestedAt = Date.now();
+        const requestedAt = observedNow();
         const handle = await session.acquire(key, {
           ttlMillis: options.lockTtlMillis,
           policy: { totalBudgetMillis: options.acquireBudgetMillis ?? 5_000, maxAttempts: 1_000 },
         });
         if (!handle) continue;
-        const grantedAt = Date.now();
+        const grantedAt = observedNow();
         const { lost, releasedAt } = await holdThroughFence(recorder, key, handle, options.workMillis);
         if (lost) report.handlesLost += 1;
         grants.push({ key, token: BigInt(handle.fencingToken), requestedAt, grantedAt, releasedAt });

@@ -20,10 +20,19 @@ export class FencedResourceRecorder {
   }
 }
 
+/**
+ * The workloads' clock for ObservedGrant: epoch milliseconds like Date.now(), so an instant a test
+ * takes with Date.now() compares with it, but monotonic and sub-millisecond, so findOverlaps sees a
+ * grant that arrived within the same millisecond as the previous holder's release was sent.
+ */
+export function observedNow(): number {
+  return performance.timeOrigin + performance.now();
+}
+
 export interface ObservedGrant {
   key: string;
   token: bigint;
-  /** Client time the acquire request was sent. */
+  /** Client time the acquire request was sent (performance.now(), or observedNow() in the shared workloads). */
   requestedAt: number;
   /** Client time the grant arrived. */
   grantedAt: number;
@@ -81,10 +90,10 @@ export interface FencedHandle {
 export async function holdThroughFence(recorder: FencedResourceRecorder, key: string, handle: FencedHandle, workMillis: number): Promise<{ lost: boolean; releasedAt: number }> {
   let lostAt: number | undefined;
   handle.signal.addEventListener('abort', () => {
-    if (handle.lost) lostAt = Date.now();
+    if (handle.lost) lostAt = observedNow();
   });
   recorder.write(key, handle.fencingToken);
   await new Promise((r) => setTimeout(r, workMillis));
   if (!handle.lost) recorder.write(key, handle.fencingToken);
-  return { lost: handle.lost, releasedAt: lostAt ?? Date.now() };
+  return { lost: handle.lost, releasedAt: lostAt ?? observedNow() };
 }

@@ -127,7 +127,7 @@ export async function runStoreOutage(options: {
     const statuses = new Map<string, number>();
     for (const p of probes) statuses.set(String(p.status), (statuses.get(String(p.status)) ?? 0) + 1);
     const firstProbeGrantMillis = firstProbeGrant ? firstProbeGrant.sentAt + firstProbeGrant.millis - returnedAt : undefined;
-    const firstWorkloadGrantMillis = firstWorkloadGrant === undefined ? undefined : firstWorkloadGrant - returnedAt;
+    const firstWorkloadGrantMillis = firstWorkloadGrant === undefined ? undefined : Math.round(firstWorkloadGrant - returnedAt);
     const line =
       `${label}: probe L4s ${JSON.stringify(Object.fromEntries(statuses))}; sent while down ${whileDown.length}, ` +
       `answered p50 ${sorted[Math.floor(sorted.length / 2)]?.toFixed(1)} ms p90 ${sorted[Math.floor(sorted.length * 0.9)]?.toFixed(1)} ms p99 ${whileDownP99.toFixed(1)} ms max ${sorted.at(-1)?.toFixed(1)} ms; ` +

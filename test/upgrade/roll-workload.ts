@@ -15,7 +15,7 @@
  * summary counts them.
  */
 import type * as Sdk from '../../client/index.js';
-import { FencedResourceRecorder, findOverlaps, findTokenOrderViolations, holdThroughFence, type ObservedGrant } from '../support/fenced-resource.js';
+import { FencedResourceRecorder, findOverlaps, findTokenOrderViolations, holdThroughFence, observedNow, type ObservedGrant } from '../support/fenced-resource.js';
 
 /** One address the client knows; the instance behind it is replaced during the roll. */
 export interface RollEndpoint {
@@ -216,7 +216,7 @@ export function startRollWorkload(options: RollWorkloadOptions): RollWorkload {
         continue;
       }
       const key = `${options.keyPrefix}/${(w + n) % options.keys}`;
-      const requestedAt = Date.now();
+      const requestedAt = observedNow();
       oldWaitLeft.set(w, false);
       report.acquiresStarted += 1;
       const acquiring = session.acquire(key, {
@@ -247,7 +247,7 @@ export function startRollWorkload(options: RollWorkloadOptions): RollWorkload {
       }
       bump(acquireEnds, 'granted');
       bump(grantsBySdk, sdk.name);
-      const grantedAt = Date.now();
+      const grantedAt = observedNow();
       const afterOldWaitLeft = oldWaitLeft.get(w) === true;
       const { lost, releasedAt } = await holdThroughFence(recorder, key, handle, options.workMillis);
       if (lost) report.handlesLost += 1;
