@@ -88,6 +88,25 @@ describe('a release whose first answer was lost', () => {
     }
   });
 
+  it("finds its own release in etcd's recent history when the grant's creation was compacted away", async () => {
+    const store = await fixture.store();
+    const key = 'lost-answer/compacted';
+    const { session, token } = await held(store, key);
+    const others = await openSession(store, LONG);
+    for (let i = 0; i < 10; i += 1) await store.tryAcquire({ key: `lost-answer/before-${i}`, session: others.credential, ttlMillis: LONG });
+    const etcd = new Etcd3({ hosts: fixture.etcd.endpoints });
+    try {
+      const revision = (await etcd.kv.range({ key: Buffer.from('any') })).header.revision;
+      await etcd.kv.compact({ revision, physical: true });
+      loseFirstRelease(store, 'after-applied', async () => {
+        for (let i = 0; i < 2; i += 1) await store.tryAcquire({ key: `lost-answer/after-${i}`, session: others.credential, ttlMillis: LONG });
+      });
+      expect(await store.release({ key, session: session.credential, fencingToken: token })).toMatchObject({ kind: 'released', lock: { fencingToken: token } });
+    } finally {
+      etcd.close();
+    }
+  });
+
   it('is still LOCK_LOST when an operator revoked the grant before the resend', async () => {
     const store = await fixture.store();
     const key = 'lost-answer/revoked';

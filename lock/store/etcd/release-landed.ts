@@ -5,8 +5,8 @@
  * to a holder whose own release ended it, and count a lost lock that was not lost.
  *
  * etcd keeps every key's history until a compaction, so the answer is read there. The grant's
- * liveness key (created at the token's revision C, kept by renewals) was deleted at some revision D,
- * found by bisecting [C, now]. A release deletes the liveness key and the session's record of the
+ * liveness key (created at the token's revision C, kept by renewals) was deleted at some revision D
+ * (endOfGrant). A release deletes the liveness key and the session's record of the
  * grant in one txn, so both vanish at D; a lapse (its lease ran out, or an acquirer took the key over)
  * deletes the liveness key alone and leaves the record to the sweeper, and an operator's revoke
  * deletes both but appends to the audit chain in the same txn (the head moves at D). So: both gone at
@@ -39,26 +39,52 @@ export async function releaseLanded(client: Etcd3, query: LandedQuery): Promise<
   }
 }
 
-async function findRelease(client: Etcd3, { liveKey, recordKey, auditHead, createRevision, goneBy }: LandedQuery): Promise<IKeyValue | null> {
-  const at = async (key: Buffer, revision: bigint): Promise<IKeyValue | undefined> =>
-    (await range(client, { key, revision: revision.toString() })).kvs[0];
-  const isGrant = (kv: IKeyValue | undefined): boolean => kv !== undefined && BigInt(kv.create_revision) === createRevision;
-  if (!isGrant(await at(liveKey, createRevision)) || isGrant(await at(liveKey, goneBy))) return null;
-  // The grant is live at `live` and gone at `gone` (once gone, never back: a re-creation has a later create revision).
-  let live = createRevision;
+type ReadAt = (key: Buffer, revision: bigint) => Promise<IKeyValue | undefined>;
+
+async function findRelease(client: Etcd3, query: LandedQuery): Promise<IKeyValue | null> {
+  const at: ReadAt = async (key, revision) => (await range(client, { key, revision: revision.toString() })).kvs[0];
+  const isGrant = (kv: IKeyValue | undefined): boolean => kv !== undefined && BigInt(kv.create_revision) === query.createRevision;
+  const ended = await endOfGrant(query, at, isGrant);
+  if (!ended) return null;
+  const { liveKey, recordKey, auditHead } = query;
+  const [lastValue, recordBefore, recordAfter, head] = await Promise.all([
+    at(liveKey, ended.live),
+    at(recordKey, ended.live),
+    at(recordKey, ended.gone),
+    at(auditHead, ended.gone),
+  ]);
+  const deletedTogether = isGrant(recordBefore) && recordAfter === undefined;
+  const byOperator = head !== undefined && BigInt(head.mod_revision) === ended.gone;
+  return deletedTogether && !byOperator ? (lastValue ?? null) : null;
+}
+
+/**
+ * The revision that ended the grant's liveness key (`gone`) and the one before it (`live`); null when
+ * the key at `goneBy` is still the grant, or was never it. Gallops back from `goneBy` before bisecting:
+ * the deletion is seconds old, so the revisions read are recent ones, which a compaction keeps however
+ * old the grant is. Once gone the grant never comes back (a re-creation has a later create revision).
+ */
+async function endOfGrant(
+  { liveKey, createRevision, goneBy }: LandedQuery,
+  at: ReadAt,
+  isGrant: (kv: IKeyValue | undefined) => boolean,
+): Promise<{ live: bigint; gone: bigint } | null> {
+  if (isGrant(await at(liveKey, goneBy))) return null;
   let gone = goneBy;
+  let live: bigint;
+  for (let step = 1n; ; step *= 2n) {
+    const probe = gone - step > createRevision ? gone - step : createRevision;
+    if (isGrant(await at(liveKey, probe))) {
+      live = probe;
+      break;
+    }
+    if (probe === createRevision) return null;
+    gone = probe;
+  }
   while (gone - live > 1n) {
     const middle = live + (gone - live) / 2n;
     if (isGrant(await at(liveKey, middle))) live = middle;
     else gone = middle;
   }
-  const [lastValue, recordBefore, recordAfter, head] = await Promise.all([
-    at(liveKey, live),
-    at(recordKey, live),
-    at(recordKey, gone),
-    at(auditHead, gone),
-  ]);
-  const deletedTogether = isGrant(recordBefore) && recordAfter === undefined;
-  const byOperator = head !== undefined && BigInt(head.mod_revision) === gone;
-  return deletedTogether && !byOperator ? (lastValue ?? null) : null;
+  return { live, gone };
 }
