@@ -28,8 +28,8 @@
  *   the checkpoint and appends its own entry in one transaction (conformance: audit-retention-suite.ts).
  * - A backend that cannot take writes (or cannot be reached in time) throws NotLeaderError.
  * - A write resent after an unanswered try (etcd, through an election) answers for what that try did:
- *   its own landed release is `released`, its own landed grant is new, not `existing`
- *   (test/etcd/release-answer-lost.test.ts). SQL stores send a write once: a lost answer is NOT_LEADER.
+ *   its own landed release is `released`, close `closed`, grant new, not `existing`
+ *   (test/etcd/resent-after-lost-answer.test.ts). SQL stores send a write once: a lost answer is NOT_LEADER.
  * - Values (issue 23): a new grant stores AcquireAttempt.value in the grant's own write; a new token
  *   never carries the previous holder's value (SQL: a trigger clears it whoever writes the token);
  *   renew with `value` (a proclaim) replaces it in the renew's own write, same token; an existing

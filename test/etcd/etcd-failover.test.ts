@@ -102,7 +102,7 @@ test('killing the etcd leader mid-run: no overlapping grants, increasing tokens,
       grants.push({ key, token: BigInt(answer.body.fencingToken), requestedAt, grantedAt, releasedAt });
       // Release until it is answered: NOT_LEADER and timeouts are retried. LOCK_LOST would mean the lock ended
       // under us, unless an earlier unanswered try of this release may have landed: then it is the spec's benign
-      // answer to a repeat. Within one request the server tells its own landed release apart (release-landed.ts).
+      // answer to a repeat. Within one request the server tells its own landed release apart (landed-delete.ts).
       for (let retried = false; ; retried = true) {
         const released = await call(() => api.release(key, { sessionId, fencingToken: answer.body.fencingToken }, asHolder));
         if (released === null) {

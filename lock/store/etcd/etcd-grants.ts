@@ -40,7 +40,7 @@ import {
 } from './ops.js';
 import { decodeLock, decodeSession, encode, type StoredLock } from './records.js';
 import { ReleaseBatcher } from './release-batcher.js';
-import { releaseLanded } from './release-landed.js';
+import { landedDelete } from './landed-delete.js';
 import { HolderGrants, type HolderMemory } from './holder-grants.js';
 import { EtcdRevocation } from './etcd-revocation.js';
 import { MutexTry } from './mutex-try.js';
@@ -224,15 +224,17 @@ export class EtcdGrants {
     throw new NotLeaderError(`release of ${JSON.stringify(req.key)} kept racing other writers`);
   }
 
-  /** A resent release found its grant gone: `released` if it was this holder's release that ended it (release-landed.ts). */
+  /** A resent release found its grant gone: `released` if it was this holder's release that ended it (landed-delete.ts). */
   private async releasedEarlier(
     req: { key: string; fencingToken: FencingToken },
     at: { lockKey: Buffer; holderKey: Buffer; recordKey: Buffer; createRevision: string; goneBy: string },
   ): Promise<ReleaseResult> {
-    const query = { recordKey: at.recordKey, auditHead: this.ctx.keys.auditHead, createRevision: BigInt(at.createRevision), goneBy: BigInt(at.goneBy) };
+    const createRevision = BigInt(at.createRevision);
+    // The grant's record is created with its liveness key and deleted with it by a release.
+    const query = { createRevision, companion: { key: at.recordKey, createRevision }, auditHead: this.ctx.keys.auditHead, goneBy: BigInt(at.goneBy) };
     const client = this.ctx.etcd();
-    const mutex = await releaseLanded(client, { ...query, liveKey: at.lockKey });
-    const landed = mutex ?? (await releaseLanded(client, { ...query, liveKey: at.holderKey }));
+    const mutex = await landedDelete(client, { ...query, key: at.lockKey });
+    const landed = mutex ?? (await landedDelete(client, { ...query, key: at.holderKey }));
     const row = landed ? decodeLock(req.key, landed) : null;
     // The create revision names the grant; its slot must match the token too, as the compare-and-delete's did.
     if (!row || row.lock.fencingToken !== req.fencingToken) return { kind: 'lost' };

@@ -39,6 +39,7 @@ import {
   rangeResults,
 } from './ops.js';
 import { dropAnchorIfEmpty, livenessKey } from './holders.js';
+import { landedDelete } from './landed-delete.js';
 import { decodeLock, decodeSession, encode, toSessionRecord, type LockRow, type SessionRow, type StoredSession } from './records.js';
 
 /** A session's state as one read saw it: liveness key, record, and its grants with their liveness keys. */
@@ -239,8 +240,13 @@ export class EtcdSessions {
     if (append) {
       committed = await this.audit.commit([...compare, append.compare], [...ops, ...append.ops], append.entry);
     } else {
-      const response = await this.ctx.write(() => this.ctx.etcd().kv.txn({ compare, success: ops, failure: [] }));
-      committed = response.succeeded;
+      let sends = 0;
+      const response = await this.ctx.write(() => {
+        sends += 1;
+        return this.ctx.etcd().kv.txn({ compare, success: ops, failure: [] });
+      });
+      // A resent close whose compare failed may be seeing its own first send, applied but unanswered.
+      committed = response.succeeded || (sends > 1 && state.live !== null && (await this.closedEarlier(state, state.live, response.header.revision)));
     }
     if (!committed) return null;
     this.ctx.sessions.forget(sessionId);
@@ -256,6 +262,19 @@ export class EtcdSessions {
       cause,
       releasedLocks: state.liveLocks.map(({ record }) => ({ ...record.lock, endedAt })),
     };
+  }
+
+  /** Whether this holder's own close ended the session incarnation `state` read (landed-delete.ts): its record and liveness key went in one txn, no audit append. */
+  private async closedEarlier(state: SessionState, live: SessionRow, goneBy: string): Promise<boolean> {
+    const sessionId = state.record.session.sessionId;
+    const landed = await landedDelete(this.ctx.etcd(), {
+      key: this.ctx.keys.sessionRecord(sessionId),
+      createRevision: BigInt(state.record.createRevision),
+      companion: { key: this.ctx.keys.session(sessionId), createRevision: BigInt(live.createRevision) },
+      auditHead: this.ctx.keys.auditHead,
+      goneBy: BigInt(goneBy),
+    });
+    return landed !== null;
   }
 
   /**

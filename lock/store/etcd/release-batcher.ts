@@ -14,7 +14,7 @@ export interface ReleaseAnswer {
   response: ITxnResponse;
   /**
    * An earlier send of this txn went unanswered (it may have been applied): a failed compare may then
-   * be this release's own delete seen again (release-landed.ts).
+   * be this release's own delete seen again (landed-delete.ts).
    */
   resent: boolean;
 }

@@ -1,7 +1,7 @@
 /**
  * A release whose first txn etcd applied but whose answer was lost (the leader died, a deadline ran
  * out) is resent, and the resend's compare finds the grant gone. That is the holder's own release:
- * it is answered `released`, not LOCK_LOST (release-landed.ts reads etcd's history to tell). A grant
+ * it is answered `released`, not LOCK_LOST (and a close so resent `closed`, not SESSION_NOT_FOUND) (landed-delete.ts reads etcd's history to tell). A grant
  * that ended otherwise while the release was unanswered — a lapse, an operator's revoke — is still
  * LOCK_LOST. The fault is injected at the one seam where it happens: the batcher's txn call to a real
  * etcd (applied, then "Deadline exceeded"; or lost before it reached etcd).
@@ -14,7 +14,7 @@ import type { ReleaseBatcher } from '../../lock/store/etcd/release-batcher.js';
 import type { AcquireAttempt } from '../../lock/store/spi.js';
 import { etcdStores, openSession, type TestSession } from './helpers.js';
 
-type Internals = { ctx: { keys: KeyLayout }; grants: { releases: ReleaseBatcher } };
+type Internals = { ctx: { keys: KeyLayout; client: Etcd3 }; grants: { releases: ReleaseBatcher } };
 const internals = (store: EtcdStore): Internals => store as unknown as Internals;
 const LONG = 60_000;
 
@@ -105,6 +105,29 @@ describe('a release whose first answer was lost', () => {
     } finally {
       etcd.close();
     }
+  });
+
+  it('a close whose first answer was lost is answered closed, with the grants it ended', async () => {
+    const store = await fixture.store();
+    const key = 'lost-answer/closed';
+    const { session, token } = await held(store, key);
+    // The close's own txn (it deletes the session's record) is applied, then its answer lost once.
+    const kv = internals(store).ctx.client.kv;
+    const txn = kv.txn.bind(kv);
+    const recordKey = internals(store).ctx.keys.sessionRecord(session.sessionId);
+    let lost = 0;
+    kv.txn = async (request) => {
+      const response = await txn(request);
+      const closing = (request.success ?? []).some((op) => op.request_delete_range && Buffer.compare(op.request_delete_range.key as Buffer, recordKey) === 0);
+      if (!closing || lost > 0) return response;
+      lost += 1;
+      throw new GRPCDeadlineExceededError('Deadline exceeded (test: the answer was lost)');
+    };
+    const closed = await store.closeSession(session.credential);
+    kv.txn = txn;
+    expect(lost).toBe(1);
+    expect(closed).toMatchObject({ kind: 'closed', ended: { cause: 'closed', releasedLocks: [{ key, fencingToken: token }] } });
+    expect(await store.readLock(key)).toBeNull();
   });
 
   it('is still LOCK_LOST when an operator revoked the grant before the resend', async () => {
