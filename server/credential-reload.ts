@@ -6,8 +6,9 @@
  * and Kubernetes secret volumes replace a file by renaming, which a watch on the file itself misses),
  * a poll every POLL_MILLIS comparing the file's bytes (filesystems where watches say nothing: NFS,
  * some container mounts), and SIGHUP (re-read and re-applied even when the bytes are unchanged).
- * With the poll alone a change is in force within POLL_MILLIS plus one read; a removed token is
- * refused from then on.
+ * A change is applied once its bytes held still for SETTLE_MILLIS (a file written in place is torn
+ * for a moment). With the poll alone a change is in force within POLL_MILLIS + SETTLE_MILLIS plus
+ * one read; a removed token is refused from then on.
  *
  * A file that cannot be read or fails its checks (lock/admin-tokens.ts, lock/audit/audit-key.ts)
  * changes nothing: the last good contents stay in force, and the refusal is logged once per
@@ -59,13 +60,17 @@ export function watchCredentialFiles(
     let settle: NodeJS.Timeout | undefined;
 
     const check = async (cause: ReloadCause | 'start') => {
-      let seen: string;
-      try {
-        seen = digest(await readFile(credential.file));
-      } catch (error) {
-        seen = `unreadable: ${(error as Error).message}`;
+      let seen = await contentOf(credential.file);
+      if (cause === 'change') {
+        if (seen === lastSeen) return;
+        // A file written in place is empty or partial for a moment (truncate, then write): apply only
+        // content that held still for SETTLE_MILLIS, else a torn read would be refused (and reported)
+        // or put in force. Still changing: the next poll or watch event looks again.
+        await new Promise((resolve) => setTimeout(resolve, SETTLE_MILLIS));
+        const settled = await contentOf(credential.file);
+        if (settled !== seen) return;
+        seen = settled;
       }
-      if (cause === 'change' && seen === lastSeen) return;
       lastSeen = seen;
       try {
         const entries = await credential.reload();
@@ -129,6 +134,15 @@ export function watchCredentialFiles(
       process.off('SIGHUP', onSighup);
     },
   };
+}
+
+/** The file's bytes as a digest, or why they could not be read (a distinct "content" too). */
+async function contentOf(file: string): Promise<string> {
+  try {
+    return digest(await readFile(file));
+  } catch (error) {
+    return `unreadable: ${(error as Error).message}`;
+  }
 }
 
 function digest(bytes: Buffer): string {

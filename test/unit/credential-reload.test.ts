@@ -48,7 +48,7 @@ test('the poll alone notices changes; a refused file keeps the last good one and
   writeFileSync(file, 'two');
   await eventually(async () => inForce === 'two');
   writeFileSync(file, 'bad-1');
-  await eventually(async () => refused.length === 1);
+  await eventually(async () => refused.length > 0);
   expect(refused[0]).toBe('refusing bad-1; keeping the last good tokens');
   expect(inForce).toBe('two');
   writeFileSync(file, 'three');
