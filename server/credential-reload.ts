@@ -68,7 +68,7 @@ export function watchCredentialFiles(
         // or put in force. Still changing: the next poll or watch event looks again.
         await new Promise((resolve) => setTimeout(resolve, SETTLE_MILLIS));
         const settled = await contentOf(credential.file);
-        if (settled !== seen) return;
+        if (stopped || settled !== seen) return;
         seen = settled;
       }
       lastSeen = seen;
