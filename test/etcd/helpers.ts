@@ -1,5 +1,6 @@
 /** Shared pieces of the etcd store tests: fresh isolated stores, sessions, and etcd's own request counters. */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { Etcd3 } from 'etcd3';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { startEtcd, type EtcdNode } from '../support/etcd.js';
 import { EtcdStore, type EtcdStoreOptions, type WaitShape } from '../../lock/store/etcd/etcd-store.js';
@@ -107,5 +108,15 @@ export async function until(check: () => Promise<boolean>, timeoutMs = 30_000, w
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`${what} not reached within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** `use` with a plain etcd3 client of its own on `endpoints` (what etcd holds, read or written past the store), closed after. */
+export async function withRawEtcd<T>(endpoints: string[], use: (client: Etcd3) => Promise<T>): Promise<T> {
+  const client = new Etcd3({ hosts: endpoints });
+  try {
+    return await use(client);
+  } finally {
+    client.close();
   }
 }

@@ -6,13 +6,13 @@
  * LOCK_LOST. The fault is injected at the one seam where it happens: the batcher's txn call to a real
  * etcd (applied, then "Deadline exceeded"; or lost before it reached etcd).
  */
-import { Etcd3, GRPCDeadlineExceededError } from 'etcd3';
+import { GRPCDeadlineExceededError, type Etcd3 } from 'etcd3';
 import { describe, expect, it } from 'vitest';
 import type { EtcdStore } from '../../lock/store/etcd/etcd-store.js';
 import type { KeyLayout } from '../../lock/store/etcd/keys.js';
 import type { ReleaseBatcher } from '../../lock/store/etcd/release-batcher.js';
 import type { AcquireAttempt } from '../../lock/store/spi.js';
-import { etcdStores, openSession, type TestSession } from './helpers.js';
+import { etcdStores, openSession, withRawEtcd, type TestSession } from './helpers.js';
 
 type Internals = { ctx: { keys: KeyLayout; client: Etcd3 }; grants: { releases: ReleaseBatcher } };
 const internals = (store: EtcdStore): Internals => store as unknown as Internals;
@@ -80,12 +80,7 @@ describe('a release whose first answer was lost', () => {
     expect(sends()).toBe(2);
     expect(released).toMatchObject({ kind: 'released', lock: { key, fencingToken: token, mode: 'shared' } });
     expect(await store.readLock(key)).toBeNull();
-    const etcd = new Etcd3({ hosts: fixture.etcd.endpoints });
-    try {
-      expect(await etcd.get(internals(store).ctx.keys.lock(key)).string()).toBeNull();
-    } finally {
-      etcd.close();
-    }
+    expect(await withRawEtcd(fixture.etcd.endpoints, (etcd) => etcd.get(internals(store).ctx.keys.lock(key)).string())).toBeNull();
   });
 
   it("finds its own release in etcd's recent history when the grant's creation was compacted away", async () => {
@@ -94,17 +89,14 @@ describe('a release whose first answer was lost', () => {
     const { session, token } = await held(store, key);
     const others = await openSession(store, LONG);
     for (let i = 0; i < 10; i += 1) await store.tryAcquire({ key: `lost-answer/before-${i}`, session: others.credential, ttlMillis: LONG });
-    const etcd = new Etcd3({ hosts: fixture.etcd.endpoints });
-    try {
+    await withRawEtcd(fixture.etcd.endpoints, async (etcd) => {
       const revision = (await etcd.kv.range({ key: Buffer.from('any') })).header.revision;
       await etcd.kv.compact({ revision, physical: true });
-      loseFirstRelease(store, 'after-applied', async () => {
-        for (let i = 0; i < 2; i += 1) await store.tryAcquire({ key: `lost-answer/after-${i}`, session: others.credential, ttlMillis: LONG });
-      });
-      expect(await store.release({ key, session: session.credential, fencingToken: token })).toMatchObject({ kind: 'released', lock: { fencingToken: token } });
-    } finally {
-      etcd.close();
-    }
+    });
+    loseFirstRelease(store, 'after-applied', async () => {
+      for (let i = 0; i < 2; i += 1) await store.tryAcquire({ key: `lost-answer/after-${i}`, session: others.credential, ttlMillis: LONG });
+    });
+    expect(await store.release({ key, session: session.credential, fencingToken: token })).toMatchObject({ kind: 'released', lock: { fencingToken: token } });
   });
 
   it('a close whose first answer was lost is answered closed, with the grants it ended', async () => {
@@ -145,16 +137,11 @@ describe('a release whose first answer was lost', () => {
     const store = await fixture.store();
     const key = 'lost-answer/lapsed';
     const { session, token } = await held(store, key);
-    const etcd = new Etcd3({ hosts: fixture.etcd.endpoints });
-    try {
-      // What etcd does when a grant's lease runs out: the liveness key goes, the session's record stays for the sweeper.
-      loseFirstRelease(store, 'before-sent', async () => {
-        await etcd.delete().key(internals(store).ctx.keys.lock(key)).exec();
-      });
-      expect(await store.release({ key, session: session.credential, fencingToken: token })).toEqual({ kind: 'lost' });
-      expect(await store.expireLocks(10)).toMatchObject([{ key, fencingToken: token }]);
-    } finally {
-      etcd.close();
-    }
+    // What etcd does when a grant's lease runs out: the liveness key goes, the session's record stays for the sweeper.
+    loseFirstRelease(store, 'before-sent', async () => {
+      await withRawEtcd(fixture.etcd.endpoints, (etcd) => etcd.delete().key(internals(store).ctx.keys.lock(key)).exec());
+    });
+    expect(await store.release({ key, session: session.credential, fencingToken: token })).toEqual({ kind: 'lost' });
+    expect(await store.expireLocks(10)).toMatchObject([{ key, fencingToken: token }]);
   });
 });

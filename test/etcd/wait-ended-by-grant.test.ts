@@ -4,13 +4,13 @@
  * for that wait may outlive it: else every contended acquire leaves an entry behind in the
  * instance's memory for as long as the process runs.
  */
-import { Etcd3, GRPCDeadlineExceededError } from 'etcd3';
+import { GRPCDeadlineExceededError, type Etcd3 } from 'etcd3';
 import { describe, expect, it } from 'vitest';
 import type { AcquireBatcher } from '../../lock/store/etcd/acquire-batcher.js';
 import type { EtcdStore } from '../../lock/store/etcd/etcd-store.js';
 import type { KeyLayout } from '../../lock/store/etcd/keys.js';
 import type { RecordedWaits } from '../../lock/store/etcd/wait-record.js';
-import { etcdStores, namespaceOf, openSession } from './helpers.js';
+import { etcdStores, namespaceOf, openSession, withRawEtcd } from './helpers.js';
 
 describe('a wait ended by its grant on etcd', () => {
   const fixture = etcdStores();
@@ -60,14 +60,7 @@ describe('a wait recorded by a try whose answer was lost, then granted', () => {
   type Internals = { ctx: { recordedWaits: RecordedWaits; keys: KeyLayout }; grants: { acquires: AcquireBatcher } };
   const internals = (store: EtcdStore): Internals => store as unknown as Internals;
 
-  async function raw<T>(use: (client: Etcd3) => Promise<T>): Promise<T> {
-    const client = new Etcd3({ hosts: fixture.etcd.endpoints });
-    try {
-      return await use(client);
-    } finally {
-      client.close();
-    }
-  }
+  const raw = <T>(use: (client: Etcd3) => Promise<T>): Promise<T> => withRawEtcd(fixture.etcd.endpoints, use);
 
   /** The wait ids etcd itself holds on `key` (read raw, not through the store). */
   async function waitIdsInEtcd(store: EtcdStore, key: string): Promise<string[]> {

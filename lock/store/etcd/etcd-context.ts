@@ -62,6 +62,19 @@ export class EtcdContext {
     }
   }
 
+  /**
+   * `write`, telling whether the attempt was sent more than once: a resend whose compare fails may be
+   * seeing its own first send, applied but unanswered (landed-delete.ts).
+   */
+  async writeTellingResends<T>(attempt: () => Promise<T>): Promise<{ result: T; resent: boolean }> {
+    let sends = 0;
+    const result = await this.write(() => {
+      sends += 1;
+      return attempt();
+    });
+    return { result, resent: sends > 1 };
+  }
+
   /** Rethrows bugs; turns unavailability into a short pause, or NOT_LEADER once the budget is spent. */
   async pauseIfUnavailable(error: unknown, startedAt: number): Promise<void> {
     if (!isUnavailable(error)) throw error;

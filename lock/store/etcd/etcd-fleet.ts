@@ -52,7 +52,7 @@ export class EtcdFleet implements FleetWaitState {
   constructor(private readonly ctx: EtcdFleetContext) {
     this.waitWrites = new ReleaseBatcher(
       () => ctx.etcd(),
-      (attempt) => ctx.write(attempt),
+      (attempt) => ctx.writeTellingResends(attempt),
     );
     this.reads = new FleetReads(ctx);
     this.deadlocks = new DeadlockVerdicts(ctx, this.reads, this.instanceLeases);

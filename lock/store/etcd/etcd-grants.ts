@@ -69,7 +69,7 @@ export class EtcdGrants {
     this.grantLeases = new GrantLeasePool((seconds) => ctx.write(() => grantLease(ctx.etcd(), seconds)));
     this.releases = new ReleaseBatcher(
       () => ctx.etcd(),
-      (attempt) => ctx.write(attempt),
+      (attempt) => ctx.writeTellingResends(attempt),
     );
     this.acquires = new AcquireBatcher(() => ctx.etcd(), acquireBatching);
     this.multi = new HolderGrants(ctx, this.grantLeases, this.acquires, holders);

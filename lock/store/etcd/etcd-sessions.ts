@@ -240,13 +240,8 @@ export class EtcdSessions {
     if (append) {
       committed = await this.audit.commit([...compare, append.compare], [...ops, ...append.ops], append.entry);
     } else {
-      let sends = 0;
-      const response = await this.ctx.write(() => {
-        sends += 1;
-        return this.ctx.etcd().kv.txn({ compare, success: ops, failure: [] });
-      });
-      // A resent close whose compare failed may be seeing its own first send, applied but unanswered.
-      committed = response.succeeded || (sends > 1 && state.live !== null && (await this.closedEarlier(state, state.live, response.header.revision)));
+      const { result: response, resent } = await this.ctx.writeTellingResends(() => this.ctx.etcd().kv.txn({ compare, success: ops, failure: [] }));
+      committed = response.succeeded || (resent && state.live !== null && (await this.closedEarlier(state, state.live, response.header.revision)));
     }
     if (!committed) return null;
     this.ctx.sessions.forget(sessionId);

@@ -133,6 +133,7 @@ export class EtcdStore implements LockStore, ReleaseWaiter {
       etcd: () => ctx.etcd(),
       keys: ctx.keys,
       write: (attempt) => ctx.write(attempt),
+      writeTellingResends: (attempt) => ctx.writeTellingResends(attempt),
       knownSession: (sessionId, fresh) => (fresh ? ctx.readLiveSession(sessionId) : ctx.knownSession(sessionId)),
       keepAlive: (leaseId) => ctx.keepAlives.keepAlive(leaseId),
       clock: () => ctx.clock(),

@@ -16,6 +16,7 @@ export interface EtcdFleetContext {
   etcd(): Etcd3;
   keys: KeyLayout;
   write<T>(attempt: () => Promise<T>): Promise<T>;
+  writeTellingResends<T>(attempt: () => Promise<T>): Promise<{ result: T; resent: boolean }>;
   /** The session incarnation the store last saw (cache), else read; null when not live. */
   knownSession(sessionId: string, fresh?: boolean): Promise<SessionRow | null>;
   keepAlive(leaseId: string): Promise<number>;

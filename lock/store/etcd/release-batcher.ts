@@ -36,8 +36,8 @@ export class ReleaseBatcher {
 
   constructor(
     private readonly client: () => Etcd3,
-    /** Retries a write through unavailability (the store's own policy). */
-    private readonly write: <T>(attempt: () => Promise<T>) => Promise<T>,
+    /** Retries a write through unavailability (the store's own policy), telling whether it was resent. */
+    private readonly write: <T>(attempt: () => Promise<T>) => Promise<{ result: T; resent: boolean }>,
   ) {}
 
   /**
@@ -62,23 +62,20 @@ export class ReleaseBatcher {
   }
 
   private async send(batch: PendingRelease[]): Promise<void> {
-    let sends = 0;
-    const sent = (txn: ITxnRequest) => () => {
-      sends += 1;
-      return this.client().kv.txn(txn);
-    };
     try {
       if (batch.length === 1) {
         const [only] = batch as [PendingRelease];
-        const response = await this.write(sent(only.txn));
-        only.resolve({ response, resent: sends > 1 });
+        const { result: response, resent } = await this.write(() => this.client().kv.txn(only.txn));
+        only.resolve({ response, resent });
         return;
       }
       // Retrying the whole batch is safe: an applied delete fails its compare the second time.
-      const response = await this.write(sent({ compare: [], success: batch.map((request) => ({ request_txn: request.txn })), failure: [] }));
+      const { result: response, resent } = await this.write(() =>
+        this.client().kv.txn({ compare: [], success: batch.map((request) => ({ request_txn: request.txn })), failure: [] }),
+      );
       batch.forEach((request, index) => {
         const inner = response.responses[index]?.response_txn as ITxnResponse | undefined;
-        if (inner) request.resolve({ response: { ...inner, header: response.header }, resent: sends > 1 });
+        if (inner) request.resolve({ response: { ...inner, header: response.header }, resent });
         else request.reject(new Error('etcd answered a release batch without the inner txn'));
       });
     } catch (error) {
