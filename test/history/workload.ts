@@ -15,6 +15,7 @@
 import { LockClient } from '../../client/client.js';
 import { EndpointsTransport } from '../../client/endpoints.js';
 import { seededRandom } from '../../client/random.js';
+import type { LockHandle } from '../../client/handle.js';
 import type { LockSession } from '../../client/session.js';
 import { FetchTransport, type Transport } from '../../client/transport.js';
 import { FencedResourceRecorder } from '../support/fenced-resource.js';
@@ -84,16 +85,31 @@ export function startWorkload(options: WorkloadOptions): Workload {
 
   /**
    * An overrun past its TTL wakes, as a paused process does, to find the key taken by another
-   * holder: its late write and release then meet a live grant every time, not only when a
-   * contender happened to win the key in the moment between the lapse and the release.
-   * Bounded: a key nobody takes within 2 TTLs is left as it is.
+   * holder: the client's own contender (a second session, which waits out the lapse) takes the
+   * key and holds it across the late write and release, so they meet a live grant every time.
+   * Waiting for another client to happen to take the key left that to the schedule: on a loaded
+   * machine a run could pass without one stale release landing on a live grant, and a planted
+   * release-ignores-token bug went unseen. Bounded by the wait; a contender that is not granted
+   * in time (another holder kept the key) leaves the overrun as it was.
    */
-  const awaitTakeover = async (lockClient: LockClient, key: string, token: string) => {
-    const until = Date.now() + 2 * options.lockTtlMillis;
-    while (running && Date.now() < until) {
-      const info = await lockClient.readLock(key).catch(() => undefined);
-      if (info === undefined || (info.held && info.fencingToken !== token)) return;
-      await sleep(50);
+  const overrunTakenOver = async (process: string, contender: () => Promise<LockSession>, key: string, late: () => Promise<void>) => {
+    const ttl = options.lockTtlMillis;
+    let taker: LockSession | undefined;
+    let handle: LockHandle | null;
+    try {
+      taker = await contender();
+      handle = await taker.acquire(key, { ttlMillis: 3 * ttl, policy: { totalBudgetMillis: 3 * ttl, maxAttempts: 100, waitMillis: 2 * ttl } });
+    } catch (error) {
+      countError(error);
+      handle = null;
+    }
+    if (!handle || !taker) return late();
+    write(process, key, handle.fencingToken);
+    try {
+      await late();
+    } finally {
+      if (!handle.lost) write(process, key, handle.fencingToken);
+      await taker.release(handle);
     }
   };
 
@@ -105,6 +121,14 @@ export function startWorkload(options: WorkloadOptions): Workload {
     const transport: Transport = transports.length === 1 ? transports[0]! : new EndpointsTransport(transports);
     const lockClient = new LockClient({ transport, random: seededRandom(options.seed * 31 + c) });
     let session: LockSession | undefined;
+    let contenderSession: LockSession | undefined;
+    const contender = async () => {
+      if (!contenderSession || contenderSession.lost || contenderSession.closed) {
+        contenderSession = await lockClient.openSession({ ttlMillis: options.sessionTtlMillis, owner: `${process}-contender` });
+        sessions.add(contenderSession);
+      }
+      return contenderSession;
+    };
     const ttl = options.lockTtlMillis;
     while (nextStep()) {
       try {
@@ -136,22 +160,27 @@ export function startWorkload(options: WorkloadOptions): Workload {
           if (roll < 0.45) {
             // The overrun: no renewal, past the TTL; writes as if it still held, releases late.
             await sleep(ttl * (0.7 + random() * 0.8));
-            if (Date.now() - answeredAt >= ttl) await awaitTakeover(lockClient, key, handle.fencingToken);
-            write(process, key, handle.fencingToken);
+            const holder = session;
+            const late = async () => {
+              write(process, key, handle.fencingToken);
+              await holder.release(handle);
+            };
+            await (Date.now() - answeredAt >= ttl ? overrunTakenOver(`${process}-contender`, contender, key, late) : late());
           } else {
             await sleep(random() * ttl * 0.2);
             if (!handle.lost) write(process, key, handle.fencingToken);
+            await session.release(handle);
           }
-          await session.release(handle);
         }
       } catch (error) {
         countError(error);
         await sleep(20);
       }
     }
-    if (session) {
-      sessions.delete(session);
-      await session.close().catch(countError);
+    for (const open of [session, contenderSession]) {
+      if (!open) continue;
+      sessions.delete(open);
+      await open.close().catch(countError);
     }
   };
 
