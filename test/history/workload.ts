@@ -115,16 +115,22 @@ export function startWorkload(options: WorkloadOptions): Workload {
 
   const client = async (c: number) => {
     const process = `c${c}`;
-    const transports = options.urls.map(
-      (url, i) => new RecordingTransport(new FetchTransport(url), recorder, process, String.fromCharCode(65 + i), gates[c]),
-    );
-    const transport: Transport = transports.length === 1 ? transports[0]! : new EndpointsTransport(transports);
-    const lockClient = new LockClient({ transport, random: seededRandom(options.seed * 31 + c) });
+    // The contender is a process of its own in the history, paused with its client.
+    const contenderProcess = `${process}-contender`;
+    const clientAs = (name: string, seed: number) => {
+      const transports = options.urls.map(
+        (url, i) => new RecordingTransport(new FetchTransport(url), recorder, name, String.fromCharCode(65 + i), gates[c]),
+      );
+      const transport: Transport = transports.length === 1 ? transports[0]! : new EndpointsTransport(transports);
+      return new LockClient({ transport, random: seededRandom(seed) });
+    };
+    const lockClient = clientAs(process, options.seed * 31 + c);
+    const contenderClient = clientAs(contenderProcess, options.seed * 37 + c);
     let session: LockSession | undefined;
     let contenderSession: LockSession | undefined;
     const contender = async () => {
       if (!contenderSession || contenderSession.lost || contenderSession.closed) {
-        contenderSession = await lockClient.openSession({ ttlMillis: options.sessionTtlMillis, owner: `${process}-contender` });
+        contenderSession = await contenderClient.openSession({ ttlMillis: options.sessionTtlMillis, owner: contenderProcess });
         sessions.add(contenderSession);
       }
       return contenderSession;
@@ -165,7 +171,7 @@ export function startWorkload(options: WorkloadOptions): Workload {
               write(process, key, handle.fencingToken);
               await holder.release(handle);
             };
-            await (Date.now() - answeredAt >= ttl ? overrunTakenOver(`${process}-contender`, contender, key, late) : late());
+            await (Date.now() - answeredAt >= ttl ? overrunTakenOver(contenderProcess, contender, key, late) : late());
           } else {
             await sleep(random() * ttl * 0.2);
             if (!handle.lost) write(process, key, handle.fencingToken);
