@@ -99,11 +99,12 @@ export class AdminTokens {
     return entry ? entry.identity.prefixes : [];
   }
 
-  static async fromFile(file: string): Promise<AdminTokens> {
+  /** `contents`: the file's bytes when the caller already read them (a reload checks the bytes that held still); else it is read here. */
+  static async fromFile(file: string, contents?: Buffer): Promise<AdminTokens> {
     await assertPrivateFile(file, 'the tokens file');
     let raw: unknown;
     try {
-      raw = JSON.parse(await readFile(file, 'utf8'));
+      raw = JSON.parse((contents ?? (await readFile(file))).toString('utf8'));
     } catch (error) {
       throw new Error(`cannot read admin tokens from ${file}: ${(error as Error).message}`);
     }

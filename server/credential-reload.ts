@@ -30,8 +30,13 @@ export type ReloadCause = 'change' | 'sighup';
 export interface CredentialFile {
   credential: CredentialName;
   file: string;
-  /** Reads and checks the file and puts it in force; throws, changing nothing, when it is refused. Answers how many entries (tokens, keys) it holds. */
-  reload(): Promise<number>;
+  /**
+   * Checks the file's bytes and puts them in force; throws, changing nothing, when they are refused.
+   * Answers how many entries (tokens, keys) they hold. `bytes` are the very bytes that held still (the
+   * loader must not read the file again: a write landing in between would be torn); undefined when
+   * the file could not be read, so the loader's own read says why.
+   */
+  reload(bytes: Buffer | undefined): Promise<number>;
 }
 
 export interface CredentialReloadEvents {
@@ -62,18 +67,18 @@ export function watchCredentialFiles(
     const check = async (cause: ReloadCause | 'start') => {
       let seen = await contentOf(credential.file);
       if (cause === 'change') {
-        if (seen === lastSeen) return;
+        if (seen.digest === lastSeen) return;
         // A file written in place is empty or partial for a moment (truncate, then write): apply only
         // content that held still for SETTLE_MILLIS, else a torn read would be refused (and reported)
         // or put in force. Still changing: the next poll or watch event looks again.
         await new Promise((resolve) => setTimeout(resolve, SETTLE_MILLIS));
         const settled = await contentOf(credential.file);
-        if (stopped || settled !== seen) return;
+        if (stopped || settled.digest !== seen.digest) return;
         seen = settled;
       }
-      lastSeen = seen;
+      lastSeen = seen.digest;
       try {
-        const entries = await credential.reload();
+        const entries = await credential.reload(seen.bytes);
         // At start the file is put in force again, silently: a change made between the server's own
         // read and this one would otherwise wait for the next change.
         if (cause !== 'start') events.reloaded({ credential: credential.credential, file: credential.file, cause, entries });
@@ -136,12 +141,13 @@ export function watchCredentialFiles(
   };
 }
 
-/** The file's bytes as a digest, or why they could not be read (a distinct "content" too). */
-async function contentOf(file: string): Promise<string> {
+/** The file's bytes and their digest, or why they could not be read (a distinct "content" too). */
+async function contentOf(file: string): Promise<{ digest: string; bytes?: Buffer }> {
   try {
-    return digest(await readFile(file));
+    const bytes = await readFile(file);
+    return { digest: digest(bytes), bytes };
   } catch (error) {
-    return `unreadable: ${(error as Error).message}`;
+    return { digest: `unreadable: ${(error as Error).message}` };
   }
 }
 

@@ -173,8 +173,8 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
     credentialFiles.push({
       credential: 'tokens',
       file,
-      reload: async () => {
-        const next = await AdminTokens.fromFile(file);
+      reload: async (bytes) => {
+        const next = await AdminTokens.fromFile(file, bytes);
         tokens.replaceWith(next);
         return next.size;
       },
@@ -183,7 +183,7 @@ export async function startHoldfastServer(config: ServerConfig, options: StartOp
   const auditKeyFile = config.HOLDFAST_AUDIT_KEY_FILE;
   if (auditKeyFile) {
     // The same key ring the store seals with (one per key file in the process): re-reading it rotates both.
-    credentialFiles.push({ credential: 'audit_key', file: auditKeyFile, reload: async () => (await loadAuditSealer(auditKeyFile)).keyIds.length });
+    credentialFiles.push({ credential: 'audit_key', file: auditKeyFile, reload: async (bytes) => (await loadAuditSealer(auditKeyFile, bytes)).keyIds.length });
   }
   const reloadContext = { requestId: 'credential-reload' };
   const credentials = watchCredentialFiles(credentialFiles, {

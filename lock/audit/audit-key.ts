@@ -18,12 +18,15 @@ import { createAuditKeyring, type AuditKeyring } from './chain.js';
 
 export const MIN_AUDIT_KEY_BYTES = 32;
 
-/** Reads and checks the key file: the current key first, then the previous ones. Throws saying why. */
-export async function readAuditKeys(keyFile: string): Promise<Buffer[]> {
+/**
+ * Reads and checks the key file: the current key first, then the previous ones. Throws saying why.
+ * `contents`: the file's bytes when the caller already read them (a reload checks the bytes that held still).
+ */
+export async function readAuditKeys(keyFile: string, contents?: Buffer): Promise<Buffer[]> {
   await assertPrivateFile(keyFile, 'the audit key');
   let raw: Buffer;
   try {
-    raw = await readFile(keyFile);
+    raw = contents ?? (await readFile(keyFile));
   } catch (error) {
     throw new Error(`cannot read the audit key from ${keyFile}: ${(error as Error).message}`);
   }
@@ -49,9 +52,9 @@ const keyrings = new Map<string, AuditKeyring>();
  * or a test) and the server's verify share it, so a reload rotates the key for both at once. A file
  * that fails the checks throws and leaves the ring as it was (the last good keys stay in force).
  */
-export async function loadAuditSealer(keyFile: string | undefined): Promise<AuditKeyring> {
+export async function loadAuditSealer(keyFile: string | undefined, contents?: Buffer): Promise<AuditKeyring> {
   if (!keyFile) return createAuditKeyring();
-  const keys = await readAuditKeys(keyFile);
+  const keys = await readAuditKeys(keyFile, contents);
   const id = path.resolve(keyFile);
   const ring = keyrings.get(id) ?? createAuditKeyring(keys);
   ring.replaceKeys(keys);
