@@ -32,7 +32,7 @@
  * L4 is idempotent per session (a retry returns the existing grant), so a
  * retry after an unanswered attempt cannot contend with itself.
  */
-import type { ApiResult } from './api.js';
+import { notLeaderBeside, type ApiResult } from './api.js';
 import type { Backoff } from './backoff.js';
 import { startTimer, type Clock } from './clock.js';
 import {
@@ -85,8 +85,12 @@ export interface AcquireLoopParams {
   heldByOther(): void;
   /** The server refused the session (gone, or its token refused): mark it lost, return the error to throw. */
   sessionRefused(cause: Extract<SessionLossCause, 'not_found' | 'unauthenticated'>): Error;
-  /** A grant that arrived after the caller's abort: release it, nobody will. */
-  abandon(grant: LockGrant): void;
+  /**
+   * The caller's abort left the attempt sent at `sentAt` in flight: the server may grant it, so it
+   * counts as unanswered, and `late` (bounded by the request's own timeout, which keeps running)
+   * is the callee's to settle: a grant in it is released, since nobody will hold it.
+   */
+  abandoned(sentAt: number, late: Promise<ApiResult<LockGrant>>): void;
 }
 
 export type AcquireLoopResult = { granted: true; grant: LockGrant } | { granted: false };
@@ -111,15 +115,19 @@ export async function runAcquireLoop(p: AcquireLoopParams): Promise<AcquireLoopR
     const timer = startTimer(clock, giveUpAt - sentAt, () =>
       timeout.abort(new DOMException('acquire budget spent while the request was unanswered', 'TimeoutError')),
     );
+    let abandoned = false;
     try {
       answer = await untilAborted(p.send(serverWait, timeout.signal), signal, (late) => {
-        late.then((a) => a.ok && p.abandon(a.value)).catch(() => {});
+        // The request's timeout still bounds it: an abandoned L4 must not hold its socket forever.
+        abandoned = true;
+        p.abandoned(sentAt, late.finally(() => timer.cancel()));
       });
     } catch (error) {
       signal?.throwIfAborted();
       if (!isTransportFailure(error)) throw error;
       earliestUnanswered ??= sentAt;
       p.unanswered(sentAt);
+      notLeader = notLeaderBeside(error) ?? notLeader;
       const said = notLeader;
       const failure = said
         ? new NotLeaderError(said.message, said.requestId)
@@ -132,7 +140,7 @@ export async function runAcquireLoop(p: AcquireLoopParams): Promise<AcquireLoopR
       await clock.sleep(delay, signal);
       continue;
     } finally {
-      timer.cancel();
+      if (!abandoned) timer.cancel();
     }
     // Answered, so no request holds the signal any more (an unanswered one may still be in flight).
     returnRequestController(timeout);

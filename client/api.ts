@@ -11,6 +11,7 @@
  */
 import { context, propagation } from './otel.js';
 import { parseBackend, type BackendLabel } from './backend-label.js';
+import { EndpointsUnansweredError } from './endpoints.js';
 import { NotLeaderError, ServerError, ValidationError } from './errors.js';
 import type { HttpMethod, Transport, TransportResponse } from './transport.js';
 import {
@@ -140,6 +141,13 @@ export class LockApi {
     }
     return { ok: false, status, requestId, backend, ...decodeError(response) };
   }
+}
+
+/** The NOT_LEADER the servers answered beside an endpoint that did not answer (EndpointsUnansweredError), if that is what they said. */
+export function notLeaderBeside(error: unknown): { message: string; requestId: string | undefined } | undefined {
+  if (!(error instanceof EndpointsUnansweredError)) return undefined;
+  const said = decodeError(error.lastAnswer);
+  return said.code === 'NOT_LEADER' ? { message: said.message, requestId: error.lastAnswer.header('x-request-id') ?? undefined } : undefined;
 }
 
 function lockPath(key: string, action: string): string {

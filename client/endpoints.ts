@@ -8,9 +8,27 @@
  * draining). A request that failed or got a 503 is sent once more at once to
  * each other endpoint — unless the caller's own signal ended it (its time is
  * spent: the caller's retry loop decides, within its budget, and its next try
- * already goes to the next endpoint). Every other answer is final here.
+ * already goes to the next endpoint). Every other answer is final here. When one endpoint did not
+ * answer and the rest answered 503, the request's outcome is unknown: it throws (EndpointsUnansweredError).
  */
 import type { Transport, TransportRequest, TransportResponse } from './transport.js';
+
+/**
+ * No endpoint gave a final answer, and one did not answer at all: that one may have acted on the
+ * request (granted an acquire whose answer was lost), so the outcome is unknown, whatever the 503s of
+ * the others said. Thrown like any transport failure; `lastAnswer` keeps what the servers said.
+ */
+export class EndpointsUnansweredError extends Error {
+  constructor(
+    readonly failure: unknown,
+    readonly lastAnswer: TransportResponse,
+  ) {
+    super(`no endpoint gave a final answer: one did not answer (${String((failure as Error)?.message ?? failure)}), the others answered ${lastAnswer.status}`, {
+      cause: failure,
+    });
+    this.name = 'EndpointsUnansweredError';
+  }
+}
 
 export class EndpointsTransport implements Transport {
   #current = 0;
@@ -27,7 +45,8 @@ export class EndpointsTransport implements Transport {
   }
 
   async send(request: TransportRequest): Promise<TransportResponse> {
-    let lastError: unknown;
+    /** The last endpoint that failed to answer: it may have acted on the request. */
+    let unanswered: { error: unknown } | undefined;
     let lastAnswer: TransportResponse | undefined;
     for (let tried = 0; tried < this.endpoints.length; tried += 1) {
       const index = this.#current;
@@ -35,10 +54,8 @@ export class EndpointsTransport implements Transport {
         const answer = await this.endpoints[index]!.send(request);
         if (answer.status !== 503) return answer;
         lastAnswer = answer;
-        lastError = undefined;
       } catch (error) {
-        lastError = error;
-        lastAnswer = undefined;
+        unanswered = { error };
         this.moveOn(index);
         // A request its caller abandoned (timeout, cancel) is the caller's to retry.
         if (request.signal?.aborted) throw error;
@@ -47,8 +64,10 @@ export class EndpointsTransport implements Transport {
       this.moveOn(index);
       if (request.signal?.aborted) break;
     }
-    if (lastAnswer !== undefined) return lastAnswer;
-    throw lastError;
+    if (unanswered === undefined) return lastAnswer!;
+    if (lastAnswer === undefined) throw unanswered.error;
+    // The 503s do not settle it: an acquire the silent endpoint granted must be measured from this send.
+    throw new EndpointsUnansweredError(unanswered.error, lastAnswer);
   }
 
   /** Concurrent failures of one endpoint move the current endpoint once, not once each. */

@@ -28,7 +28,7 @@ export { KeepAliveHttpTransport } from './keep-alive-http-transport.js';
 export { HttpProtocolError } from './http1-response-parser.js';
 export { NodeHttpTransport } from './node-http-transport.js';
 export type { NodeHttpTransportOptions } from './node-http-transport.js';
-export { EndpointsTransport } from './endpoints.js';
+export { EndpointsTransport, EndpointsUnansweredError } from './endpoints.js';
 export type { Transport, TransportRequest, TransportResponse, HttpMethod } from './transport.js';
 export { fenced, fencedRead, fencedWrite, compareFencingTokens } from './fenced.js';
 export type { FenceStore, ReadWriteFence } from './fenced.js';

@@ -21,7 +21,7 @@
  * never logged, thrown, traced or exposed on the session or its handles.
  */
 import { assertKnownAcquireOptions, type AcquireOptions } from './acquire-options.js';
-import { failureToError } from './api.js';
+import { failureToError, type ApiResult } from './api.js';
 import { FALLBACK_BACKEND, type BackendLabel } from './backend-label.js';
 import { runAcquireLoop } from './acquire-loop.js';
 import { Backoff } from './backoff.js';
@@ -360,6 +360,8 @@ export class LockSession {
     const { ttlMillis, signal, value } = options;
     const rt = this.#rt;
     this.#acquiring.add(key);
+    /** An L4 the caller's abort left in flight, until its answer is settled. */
+    let settling: Promise<void> | undefined;
     const progress = { attempts: 0 };
     let outcome: ClientAttemptOutcome = 'error';
     let pendingDeadline = 0; // set by vet for the grant it keeps
@@ -414,7 +416,16 @@ export class LockSession {
               if (!this.#unanswered.has(key)) this.#unanswered.set(key, sentAt);
             },
             heldByOther: () => this.#unanswered.delete(key),
-            abandon: (grant) => void this.#releaseGrant(grant),
+            abandoned: (sentAt, late) => {
+              // Until it is settled the key stays in flight here (a new acquire of it answers null, as
+              // any concurrent one does): a retry that got this grant back would otherwise be vouched
+              // for, and then lose the lock to this release.
+              if (!this.#unanswered.has(key)) this.#unanswered.set(key, sentAt);
+              settling = late.then(
+                (answer) => this.#settleAbandoned(key, answer),
+                () => {}, // never answered: it stays unanswered, and a later grant of the key is measured from it
+              );
+            },
           });
           if (!result.granted) {
             outcome = 'not_granted';
@@ -430,12 +441,27 @@ export class LockSession {
         }
       });
     } finally {
-      this.#acquiring.delete(key);
+      if (settling) void settling.finally(() => this.#acquiring.delete(key));
+      else this.#acquiring.delete(key);
       if (progress.attempts > 0) rt.meters.acquireAttempts(outcome, progress.attempts);
       rt.logger.debug(
         { key, sessionId: this.sessionId, attempts: progress.attempts, outcome },
         'lock.acquire finished',
       );
+    }
+  }
+
+  /** The answer to an L4 its caller abandoned: a grant is made known (never vouched for later) and given back. */
+  async #settleAbandoned(key: string, answer: ApiResult<LockGrant>): Promise<void> {
+    if (answer.ok) {
+      try {
+        this.#rt.watermark.admit(key, answer.value.fencingToken, this.sessionId, grantHolding(answer.value));
+      } catch {
+        // A token below one this client was granted (a wiped store): given back all the same.
+      }
+      if (await this.#releaseGrant(answer.value)) this.#unanswered.delete(key);
+    } else if (answer.code === 'LOCK_CONTENDED') {
+      this.#unanswered.delete(key); // another session holds the key: no grant of ours survives
     }
   }
 

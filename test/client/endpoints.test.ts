@@ -113,6 +113,41 @@ describe('SDK endpoints', () => {
     expect(a.sent + b.sent).toBeGreaterThan(2);
   });
 
+  it('A acts on an acquire but its answer is lost while B answers 503: the grant is measured from that send, not a later one', async () => {
+    const { world, a, b, client } = twoInstances(4);
+    const session = await world.run(client.openSession({ ttlMillis: 60_000 }));
+    // A grants the first L4, then the connection drops before its answer; A and B then answer 503 for a while.
+    const inner = a.send.bind(a);
+    let lostOne = false;
+    a.send = async (request) => {
+      if (lostOne || !request.path.endsWith('/acquire')) return inner(request);
+      lostOne = true;
+      await inner(request);
+      a.mode = 'unavailable';
+      throw new TypeError('fetch failed (connection reset)');
+    };
+    b.mode = 'unavailable';
+    const pending = session.acquire('k', { ttlMillis: 4_000, policy: { totalBudgetMillis: 10_000, maxAttempts: 100 } });
+    await world.clock.advance(2_500);
+    const firstSend = world.server.calls.find((c) => c.route === 'L4')!.at;
+    const granted = world.server.holder('k')!;
+    a.mode = 'up';
+    b.mode = 'up';
+    const handle = (await world.run(pending))!;
+    // The server answered the grant A made (no TTL change): vouched for from A's send only.
+    expect(handle.fencingToken).toBe(granted.token);
+    expect(handle.expiresAt).toBeLessThanOrEqual(firstSend + 4_000 - 500);
+    await world.run(session.close());
+  });
+
+  it('one endpoint silent and the other answering 503 for the whole budget: NotLeaderError, what the server said', async () => {
+    const { world, a, b, client } = twoInstances(5);
+    const session = await world.run(client.openSession({ ttlMillis: 15_000 }));
+    a.mode = 'refuse';
+    b.mode = 'unavailable';
+    await expect(world.run(session.acquire('never', { policy: { totalBudgetMillis: 2_000 } }))).rejects.toThrow(/draining/);
+  });
+
   it('a single string baseUrl still works; an empty list is refused', () => {
     expect(() => new LockClient({ baseUrl: 'http://127.0.0.1:1' })).not.toThrow();
     expect(() => new LockClient({ baseUrl: ['http://127.0.0.1:1', 'http://127.0.0.1:2'] })).not.toThrow();
