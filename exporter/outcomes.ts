@@ -21,10 +21,13 @@ export function outcomeOf(route: MeasuredRoute, status: number, code: string | u
   switch (code) {
     case 'LOCK_LOST':
       return 'lost';
-    // A renew or release naming an unknown session or a malformed token is the caller's mistake.
+    // A renew or release naming an unknown session or a malformed token is the caller's mistake; so is
+    // a key outside its token's scope, and a renewal past the key's policy hold limit (a correct refusal).
     case 'VALIDATION_FAILED':
     case 'SESSION_NOT_FOUND':
     case 'UNAUTHENTICATED':
+    case 'FORBIDDEN':
+    case 'HOLD_LIMIT_REACHED':
     case 'NOT_FOUND':
       return 'invalid';
     // renew/release have no not_leader value in C4: a backend that cannot take writes is an error there.
@@ -44,10 +47,11 @@ function acquireFailure(code: string | undefined): AcquireOutcome {
     case 'SESSION_NOT_FOUND':
       return 'session_not_found';
     // A missing or wrong sessionToken is the caller's mistake, like malformed input; so is a limit
-    // other than the key's holders named.
+    // other than the key's holders named, and a key outside the scope of the session's token.
     case 'VALIDATION_FAILED':
     case 'LIMIT_MISMATCH':
     case 'UNAUTHENTICATED':
+    case 'FORBIDDEN':
     case 'NOT_FOUND':
       return 'invalid';
     case 'NOT_LEADER':
