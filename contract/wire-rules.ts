@@ -79,7 +79,7 @@ export const HISTORY_LIMIT = { min: 1, max: 500, default: 100 } as const;
 /** Printable ASCII only: already NFC, nothing invisible, one byte per character (the common case, checked first). */
 const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
 /** A UTF-16 surrogate without its partner: it has no UTF-8 encoding (Buffer would silently write U+FFFD). */
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+export const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 /** C0 controls, DEL and C1 controls (Unicode Cc): never in a key, nor in any text the server takes. */
 export const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;
 /**

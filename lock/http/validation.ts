@@ -5,7 +5,7 @@
  * int64 fencing tokens as decimal strings, and query-string integers. The rules
  * themselves are contract/wire-rules.ts's; this file turns a refusal into a 400.
  */
-import { PAGE_LIMIT, checkLockKey, isFencingToken } from '../../contract/wire-rules.js';
+import { LONE_SURROGATE, PAGE_LIMIT, checkLockKey, isFencingToken } from '../../contract/wire-rules.js';
 import { MAX_LOCK_VALUE_BYTES, type LockMode } from '../../contract/records.js';
 import { ValidationFailedError } from '../errors.js';
 
@@ -35,9 +35,16 @@ export function checkFencingToken(token: string, field = 'fencingToken'): string
   return token;
 }
 
-/** A holder's value: the schema bounds its characters, this its UTF-8 bytes (C3). */
+/**
+ * A holder's value: the schema bounds its characters, this its UTF-8 bytes (C3). It must be UTF-8 every
+ * store keeps as sent: a lone surrogate has no UTF-8 form (it would be stored as U+FFFD) and a NUL
+ * fits no PostgreSQL text (etcd would keep it), so both are refused here, on every store alike.
+ */
 export function checkLockValue(value: string | undefined): string | undefined {
-  if (value !== undefined && Buffer.byteLength(value, 'utf8') > MAX_LOCK_VALUE_BYTES) {
+  if (value === undefined) return undefined;
+  if (LONE_SURROGATE.test(value)) throw new ValidationFailedError('value must be valid UTF-8 (it holds a lone UTF-16 surrogate)');
+  if (value.includes('\u0000')) throw new ValidationFailedError('value must not contain NUL (U+0000)');
+  if (Buffer.byteLength(value, 'utf8') > MAX_LOCK_VALUE_BYTES) {
     throw new ValidationFailedError(`value must be at most ${MAX_LOCK_VALUE_BYTES} bytes of UTF-8`);
   }
   return value;

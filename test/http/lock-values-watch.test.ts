@@ -101,7 +101,7 @@ describe.each(STORES)('lock values and watches on %s', (store) => {
     expect(answer.body).toMatchObject({ held: true, fencingToken: held.body.fencingToken });
   });
 
-  it('bad input is a 400 with the pinned body: a value over 4096 bytes, a bad `after` or `waitMillis`, an unknown parameter', async () => {
+  it('bad input is a 400 with the pinned body: a value over 4096 bytes or not kept as sent, a bad `after` or `waitMillis`, an unknown parameter', async () => {
     const holder = await session(a);
     // 1366 × "€" is 4098 bytes of UTF-8 in 1366 characters: the byte limit, not the character count, refuses it.
     const tooLong = '€'.repeat(1366);
@@ -113,6 +113,16 @@ describe.each(STORES)('lock values and watches on %s', (store) => {
     expect(fits.status).toBe(200);
     const proclaimTooLong = await holder.client.renew('values/long', { sessionId: holder.sessionId, fencingToken: fits.body.fencingToken, value: tooLong });
     expect(proclaimTooLong.status).toBe(400);
+    expect((await holder.client.read('values/long')).body.holders[0].value).toBe('€'.repeat(1365));
+    // Text no store keeps as sent is refused on every store alike: a lone surrogate (no UTF-8 form) and a NUL.
+    for (const [name, value] of [['lone surrogate', 'a\ud800b'], ['NUL', 'a\u0000b']] as const) {
+      const odd = await holder.client.acquire('values/odd', { sessionId: holder.sessionId, value });
+      expect(odd.status, name).toBe(400);
+      expect(odd.body.error, name).toMatchObject({ code: 'VALIDATION_FAILED', retryable: false });
+      const proclaimed = await holder.client.renew('values/long', { sessionId: holder.sessionId, fencingToken: fits.body.fencingToken, value });
+      expect(proclaimed.status, name).toBe(400);
+    }
+    expect((await holder.client.read('values/odd')).body.held).toBe(false);
     expect((await holder.client.read('values/long')).body.holders[0].value).toBe('€'.repeat(1365));
     const watcher = httpClient(a.url);
     for (const query of ['?after=abc', '?after=-1', '?waitMillis=60001', '?waitMillis=1.5', '?after=1&since=2']) {
