@@ -2,7 +2,7 @@
  * Page cursors, the same on every store: opaque to clients, base64url of the
  * last item's sort key. Anything this server could not have issued is a 400.
  */
-import { CONTROL_CHARACTER } from '../../contract/wire-rules.js';
+import { CONTROL_CHARACTER, KEY_BYTES, SESSION_ID_PATTERN } from '../../contract/wire-rules.js';
 import { ValidationFailedError } from '../errors.js';
 
 export function encodeCursor(value: string): string {
@@ -23,4 +23,21 @@ export function decodeCursor(cursor: string | undefined, pattern?: RegExp): stri
     throw new ValidationFailedError('cursor is not one this server issued');
   }
   return value;
+}
+
+const SESSION_ID = new RegExp(SESSION_ID_PATTERN);
+
+/** A2's cursor: the last session id of the previous page. */
+export function decodeSessionCursor(cursor: string | undefined): string | null {
+  return decodeCursor(cursor, SESSION_ID);
+}
+
+/**
+ * A1's cursor: the last key of the previous page. Only its length is checked beyond the codec's rules:
+ * a key stored before a character was banned from new keys must still page.
+ */
+export function decodeKeyCursor(cursor: string | undefined): string | null {
+  const key = decodeCursor(cursor);
+  if (key !== null && Buffer.byteLength(key, 'utf8') > KEY_BYTES.max) throw new ValidationFailedError('cursor is not one this server issued');
+  return key;
 }

@@ -383,6 +383,14 @@ describe.each(STORES)('lock API on %s', (storeName) => {
     // Cursors and filters that decode to control characters are input errors, not store errors.
     expectError(await operator.listLocks('?cursor=AA'), 400, 'VALIDATION_FAILED');
     expectError(await operator.listSessions('?cursor=AA'), 400, 'VALIDATION_FAILED');
+    // Nor can a page start after something no page of this server ends with: a session id with a
+    // space or over 64 characters, a key over 512 bytes.
+    const cursorOf = (text: string) => Buffer.from(text, 'utf8').toString('base64url');
+    expectError(await operator.listSessions(`?cursor=${cursorOf('a b')}`), 400, 'VALIDATION_FAILED');
+    expectError(await operator.listSessions(`?cursor=${cursorOf('s'.repeat(65))}`), 400, 'VALIDATION_FAILED');
+    expectError(await operator.listLocks(`?cursor=${cursorOf('k'.repeat(513))}`), 400, 'VALIDATION_FAILED');
+    expect((await operator.listSessions(`?cursor=${cursorOf('s_any-issued_id')}`)).status).toBe(200);
+    expect((await operator.listLocks(`?cursor=${cursorOf('k'.repeat(512))}`)).status).toBe(200);
     expectError(await operator.audit('?target=%00'), 400, 'VALIDATION_FAILED');
     // Admin auth comes before validation: no token, no schema details.
     expectError(await api.admin(undefined).revoke(freshKey(), { bogus: true }), 401, 'UNAUTHENTICATED');

@@ -22,7 +22,7 @@ import type {
   AcquireAttempt,
 } from '../spi.js';
 import { AcquireBatcher } from './acquire-batcher.js';
-import { decodeCursor, encodeCursor } from './cursors.js';
+import { decodeKeyCursor, encodeCursor } from './cursors.js';
 import { range, readTxn } from './etcd-client.js';
 import type { EtcdAudit } from './etcd-audit.js';
 import { MAX_DECISIONS, type EtcdContext } from './etcd-context.js';
@@ -253,7 +253,7 @@ export class EtcdGrants {
 
   async listLocks(query: ListQuery & { prefix?: string }): Promise<Page<HeldLock>> {
     const checked = new Map<string, Promise<boolean>>();
-    const page = await this.ctx.pageOf(this.ctx.keys.locksPrefix, query.prefix ?? '', decodeCursor(query.cursor), query.limit, async (kv) => {
+    const page = await this.ctx.pageOf(this.ctx.keys.locksPrefix, query.prefix ?? '', decodeKeyCursor(query.cursor), query.limit, async (kv) => {
       // A multi-holder key's grant keys sort right after its anchor, and are listed through it.
       const key = this.ctx.keys.lockKeyOf(kv.key);
       if (key === null) return null;

@@ -20,7 +20,7 @@ import type {
   AuthenticateResult,
 } from '../spi.js';
 import type { PlannedAppend } from './audit-log.js';
-import { decodeCursor, encodeCursor } from './cursors.js';
+import { decodeSessionCursor, encodeCursor } from './cursors.js';
 import { endInRounds } from './sweep-rounds.js';
 import { range, readTxn } from './etcd-client.js';
 import type { EtcdAudit } from './etcd-audit.js';
@@ -199,7 +199,7 @@ export class EtcdSessions {
   }
 
   async listSessions(query: ListQuery): Promise<Page<SessionInfo>> {
-    const page = await this.ctx.pageOf(this.ctx.keys.sessionsPrefix, '', decodeCursor(query.cursor), query.limit, (kv) => decodeSession(kv));
+    const page = await this.ctx.pageOf(this.ctx.keys.sessionsPrefix, '', decodeSessionCursor(query.cursor), query.limit, (kv) => decodeSession(kv));
     const items = await Promise.all(
       page.items.map(async (row): Promise<SessionInfo> => {
         const records = await range(this.ctx.etcd(), prefixRange(this.ctx.keys.lockRecordsOf(row.session.sessionId)));

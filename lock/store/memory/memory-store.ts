@@ -38,7 +38,7 @@ import type {
   TryAcquireResult,
   AcquireAttempt,
 } from '../spi.js';
-import { decodeCursor, encodeCursor } from '../cursor.js';
+import { decodeCursor, decodeKeyCursor, decodeSessionCursor, encodeCursor } from '../cursor.js';
 import { tallyByPolicy } from '../policy-tally.js';
 import { admission, describeKey } from '../multi-holder.js';
 import { holdingOf } from '../../../contract/wire-rules.js';
@@ -152,7 +152,7 @@ export class MemoryLockStore implements LockStore {
   }
 
   async listSessions(query: ListQuery): Promise<Page<SessionInfo>> {
-    const after = decodeCursor(query.cursor);
+    const after = decodeSessionCursor(query.cursor);
     const now = this.now();
     const live = [...this.sessions.values()].filter((s) => s.expiresAt > now && (after === null || s.sessionId > after)).sort(by((s) => s.sessionId));
     const lockCount = (sessionId: string) => this.allGrants().filter((l) => l.sessionId === sessionId && this.isLive(l, now)).length;
@@ -222,7 +222,7 @@ export class MemoryLockStore implements LockStore {
   }
 
   async listLocks(query: ListQuery & { prefix?: string }): Promise<Page<HeldLock>> {
-    const after = decodeCursor(query.cursor);
+    const after = decodeKeyCursor(query.cursor);
     const now = this.now();
     const items = [...this.locks.keys()]
       .filter((key) => (!query.prefix || key.startsWith(query.prefix)) && (after === null || key > after))

@@ -20,7 +20,7 @@ import type {
   SessionRefusal,
   TryAcquireResult,
 } from '../spi.js';
-import { decodeCursor, encodeCursor } from '../cursor.js';
+import { decodeKeyCursor, encodeCursor } from '../cursor.js';
 import { deleteHold, describeKeys, expireHolds, liveGrantsOf, liveHold, liveHoldsForUpdate, releaseHolds, renewHold } from './sql-holds.js';
 import { acquireInRounds, type AcquireRequest, type AcquireRow } from './acquire-batch.js';
 import type { Queryable, Row, SqlDatabase } from './queryable.js';
@@ -173,7 +173,7 @@ export class SqlGrants {
   }
 
   async listLocks(query: ListQuery & { prefix?: string }): Promise<Page<HeldLock>> {
-    const after = decodeCursor(query.cursor);
+    const after = decodeKeyCursor(query.cursor);
     return this.guard(async () => {
       const rows = await this.db.query(
         `SELECT ${QUALIFIED_LOCK_COLUMNS}, l.mode IS NOT NULL AS anchor FROM holdfast_locks l

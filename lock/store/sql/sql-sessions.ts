@@ -19,7 +19,7 @@ import type {
   SessionRefusal,
   AuthenticateResult,
 } from '../spi.js';
-import { decodeCursor, encodeCursor } from '../cursor.js';
+import { decodeSessionCursor, encodeCursor } from '../cursor.js';
 import type { Queryable, Row, SqlDatabase } from './queryable.js';
 import type { SqlAudit } from './sql-audit.js';
 import { guardSql } from './sql-errors.js';
@@ -189,7 +189,7 @@ export class SqlSessions {
   }
 
   async listSessions(query: ListQuery): Promise<Page<SessionInfo>> {
-    const after = decodeCursor(query.cursor);
+    const after = decodeSessionCursor(query.cursor);
     const rows = await this.guard(() =>
       this.db.query(
         `WITH n AS (SELECT holdfast_now_ms() AS now)
