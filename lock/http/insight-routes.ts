@@ -11,6 +11,7 @@ import { CONTENTION_TOP_LIMIT, HISTORY_LIMIT } from '../../contract/wire-rules.j
 import type { LockService } from '../core/lock-service.js';
 import { ValidationFailedError } from '../errors.js';
 import { assertKeyInScope } from './key-scope.js';
+import { rawPathOf } from './request-context.js';
 import { routeSchemas, type HttpApp } from './schemas.js';
 import { decodeKeySegment, parseLimit } from './validation.js';
 
@@ -63,7 +64,7 @@ function scopedWaitGraph(graph: WaitGraph, scope: readonly string[]): WaitGraph 
 
 /** The key from the raw path (the router's decoding would split an encoded `/`). */
 function historyKeyOf(request: FastifyRequest): string {
-  const raw = /^\/v1\/admin\/locks\/([^/?#]+)\/history/.exec(request.url)?.[1];
+  const raw = /^\/v1\/admin\/locks\/([^/?#]+)\/history/.exec(rawPathOf(request))?.[1];
   if (raw === undefined) throw new ValidationFailedError('lock key missing from the path');
   return decodeKeySegment(raw);
 }

@@ -55,9 +55,17 @@ export function inSpan<T>(request: FastifyRequest, work: () => Promise<T>): Prom
   return request.measured ? request.measured.run(work) : work();
 }
 
+/**
+ * The request target as a path: an absolute-form target (`http://host/v1/...`, which HTTP/1.1 servers
+ * must accept, RFC 9112 §3.2.2) loses its scheme and authority.
+ */
+export function rawPathOf(request: FastifyRequest): string {
+  return request.url.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i, '');
+}
+
 /** The lock key from the raw path (the router's decoding would split an encoded `/`). */
 export function keyOf(request: FastifyRequest): string {
-  const raw = /^\/v1\/(?:admin\/)?locks\/([^/?#]+)/.exec(request.url)?.[1];
+  const raw = /^\/v1\/(?:admin\/)?locks\/([^/?#]+)/.exec(rawPathOf(request))?.[1];
   if (raw === undefined) throw new ValidationFailedError('lock key missing from the path');
   return decodeKeySegment(raw);
 }

@@ -28,6 +28,8 @@ import { registerOpsRoutes } from './ops-routes.js';
 import { registerPolicyRoutes } from './policy-routes.js';
 import type { HttpApp } from './schemas.js';
 import { registerSessionRoutes } from './session-routes.js';
+import { refuseUnlistedQueries } from './strict-query.js';
+import { clientErrorHandler } from './client-errors.js';
 
 export type { HttpServerDeps } from './deps.js';
 
@@ -73,6 +75,7 @@ export function buildHttpServer(deps: HttpServerDeps): HttpApp {
     keepAliveTimeout: timeouts.idleMillis - NODE_KEEP_ALIVE_BUFFER_MILLIS,
     // A 512-byte key percent-encodes to at most 1,536 characters.
     routerOptions: { maxParamLength: 2048 },
+    clientErrorHandler: clientErrorHandler(service.backend),
     frameworkErrors: (error, request, reply) => {
       void sendError(reply, request, new ValidationFailedError(`malformed request: ${error.message}`), telemetry);
     },
@@ -84,6 +87,7 @@ export function buildHttpServer(deps: HttpServerDeps): HttpApp {
   registerAuth(app, deps.tokens);
   registerErrorExit(app, telemetry);
   registerBodyParsers(app);
+  refuseUnlistedQueries(app);
 
   registerSessionRoutes(app, service);
   registerLockRoutes(app, deps);

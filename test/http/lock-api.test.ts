@@ -41,6 +41,27 @@ describe.each(STORES)('lock API on %s', (storeName) => {
   let keyCounter = 0;
   const freshKey = (label = 'k') => `${storeName}/${label}/${++keyCounter}/${Date.now()}`;
 
+  test('a query parameter a route does not list is a 400 with the pinned body, and nothing is done', async () => {
+    const session = await open();
+    const { sessionId } = session;
+    const key = encodeURIComponent(freshKey('query'));
+    const asSession = { authorization: `Bearer ${api.sessionToken(sessionId)}` };
+    const asOperator = { authorization: `Bearer ${server.operatorToken}` };
+    const refused: [string, string, unknown, Record<string, string>][] = [
+      ['POST', '/v1/sessions?bogus=1', {}, {}],
+      ['POST', `/v1/sessions/${sessionId}/heartbeat?bogus=1`, {}, asSession],
+      ['POST', `/v1/locks/${key}/acquire?bogus=1`, { sessionId }, asSession],
+      ['GET', `/v1/locks/${key}?bogus=1`, undefined, {}],
+      ['GET', '/v1/admin/summary?bogus=1', undefined, asOperator],
+      ['POST', `/v1/admin/locks/${key}/revoke?bogus=1`, { reason: 'query check' }, asOperator],
+      ['DELETE', `/v1/sessions/${sessionId}?bogus=1`, undefined, asSession],
+    ];
+    for (const [method, path, body, headers] of refused) expectError(await api.call(method, path, body, headers), 400, 'VALIDATION_FAILED', false);
+    expect((await api.call('GET', `/v1/locks/${key}`)).body.held).toBe(false);
+    expect((await api.heartbeat(sessionId)).status).toBe(200);
+    expect((await api.admin(server.operatorToken).audit(`?target=${key}`)).body.items).toEqual([]);
+  });
+
   test('L1 opens a session with defaults and the pinned shape; L2 extends it; L3 closes it', async () => {
     const before = Date.now();
     const session = await open({ owner: 'payout-worker-1' });
