@@ -78,7 +78,7 @@ export function parseLimit(raw: string | undefined, fallback: number = PAGE_LIMI
 /** The routes whose path holds a key, by method: the key segment, then these last segments. */
 const KEY_ROUTES: readonly { method: string; prefix: string; suffixes: readonly (string | null)[] }[] = [
   { method: 'POST', prefix: '/v1/locks/', suffixes: ['acquire', 'renew', 'release'] },
-  { method: 'GET', prefix: '/v1/locks/', suffixes: [null] },
+  { method: 'GET', prefix: '/v1/locks/', suffixes: ['watch', null] },
   { method: 'POST', prefix: '/v1/admin/locks/', suffixes: ['revoke'] },
   { method: 'GET', prefix: '/v1/admin/locks/', suffixes: ['history'] },
 ];

@@ -137,6 +137,8 @@ describe('an unencoded "/" in a key: 404 naming percent-encoding', () => {
         '(encodeURIComponent(key)): /v1/locks/a%2Fb/release',
     );
     expect(noRouteMessage('GET', '/v1/admin/locks/x/y/z/history')).toContain('/v1/admin/locks/x%2Fy%2Fz/history');
+    // L8 (watch) before L7: the suffix is the route's, not the key's.
+    expect(noRouteMessage('GET', '/v1/locks/a/b/watch')).toContain('/v1/locks/a%2Fb/watch');
     expect(noRouteMessage('POST', '/v1/admin/locks/x/y/revoke')).toContain('/v1/admin/locks/x%2Fy/revoke');
     // No key route: the plain message.
     expect(noRouteMessage('GET', '/v1/nothing/here')).toBe('no route GET /v1/nothing/here');
