@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
+import { ValidationFailedError } from '../errors.js';
 
 export function clientErrorHandler(backend: string): (error: Error & { code?: string }, socket: Socket) => void {
   return (error, socket) => {
@@ -24,9 +25,11 @@ function timedOut(): string {
 
 function malformed(code: string | undefined, backend: string): string {
   const why = code === 'HPE_HEADER_OVERFLOW' ? 'its headers are too large' : `the HTTP parser refused it${code ? ` (${code})` : ''}`;
-  const body = JSON.stringify({ error: { code: 'VALIDATION_FAILED', message: `malformed request: ${why}`, retryable: false } });
+  // The same error, status and body every route answers for malformed input (lock/errors.ts).
+  const error = new ValidationFailedError(`malformed request: ${why}`);
+  const body = JSON.stringify(error.toBody());
   return (
-    `HTTP/1.1 400 ${STATUS_CODES[400]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+    `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
     `x-request-id: ${randomUUID()}\r\nholdfast-backend: ${backend}\r\nConnection: close\r\n\r\n${body}`
   );
 }

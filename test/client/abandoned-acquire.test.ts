@@ -11,7 +11,7 @@ import type { Clock } from '../../client/clock.js';
 import type { LockHandle } from '../../client/index.js';
 import type { Transport, TransportRequest, TransportResponse } from '../../client/transport.js';
 import type { FakeLockServer } from './support/fake-lock-server.js';
-import { FakeTransport } from './support/fake-transport.js';
+import { FakeTransport, dropFirstAcquireAnswer } from './support/fake-transport.js';
 import { fakeWorld } from './support/fake-world.js';
 
 const TTL = 10_000;
@@ -74,18 +74,7 @@ describe('an acquire aborted while its L4 is in flight', () => {
 
   it('an abandoned L4 never answered counts as unanswered: the grant it left is measured from its send', async () => {
     const world = fakeWorld(22);
-    let dropped = false;
-    const client = world.client({
-      network: {
-        fault: (request) => {
-          if (!dropped && request.path.endsWith('/acquire')) {
-            dropped = true;
-            return 'drop_response';
-          }
-          return 'none';
-        },
-      },
-    });
+    const client = world.client({ network: dropFirstAcquireAnswer() });
     const session = await world.run(client.openSession({ ttlMillis: 60_000 }));
     const controller = new AbortController();
     const first = session.acquire('k', { ttlMillis: TTL, signal: controller.signal }).catch((e: unknown) => e);

@@ -8,6 +8,7 @@ import {
 } from '../../client/errors.js';
 import { AcquirePolicy } from '../../client/policy.js';
 import { error } from './support/fake-lock-server.js';
+import { dropFirstAcquireAnswer } from './support/fake-transport.js';
 import { fakeWorld } from './support/fake-world.js';
 
 describe('acquire budget against a server that always answers 409 (criterion 2)', () => {
@@ -140,18 +141,7 @@ describe('acquire answers (criterion 3)', () => {
 
   it('a lost response is retried and returns the same grant (L4 is idempotent per session)', async () => {
     const world = fakeWorld(11);
-    let dropped = false;
-    const client = world.client({
-      network: {
-        fault: (request) => {
-          if (!dropped && request.path.endsWith('/acquire')) {
-            dropped = true;
-            return 'drop_response';
-          }
-          return 'none';
-        },
-      },
-    });
+    const client = world.client({ network: dropFirstAcquireAnswer() });
     const session = await world.run(client.openSession());
     const handle = await world.run(session.acquire('k', { policy: { totalBudgetMillis: 60_000 } }));
     expect(handle).not.toBeNull();
@@ -166,18 +156,7 @@ describe('acquire answers (criterion 3)', () => {
     /** Call 1 is granted (ttl 3 s) by the server, but its answer is lost and it gives up. */
     async function lostFirstGrant() {
       const world = fakeWorld(13);
-      let dropNext = true;
-      const client = world.client({
-        network: {
-          fault: (request) => {
-            if (dropNext && request.path.endsWith('/acquire')) {
-              dropNext = false;
-              return 'drop_response';
-            }
-            return 'none';
-          },
-        },
-      });
+      const client = world.client({ network: dropFirstAcquireAnswer() });
       const session = await world.run(client.openSession({ ttlMillis: 60_000 }));
       const first = session.acquire('k', { ttlMillis: 3_000, policy: { totalBudgetMillis: 1_000 } });
       await expect(world.run(first)).rejects.toBeInstanceOf(TransportError);

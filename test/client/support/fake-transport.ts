@@ -17,6 +17,18 @@ export interface FakeNetwork {
   fault?: (request: TransportRequest) => Fault;
 }
 
+/** The first L4's answer is lost (the server granted it; the client never hears); every other message goes through. */
+export function dropFirstAcquireAnswer(): FakeNetwork {
+  let dropped = false;
+  return {
+    fault: (request) => {
+      if (dropped || !request.path.endsWith('/acquire')) return 'none';
+      dropped = true;
+      return 'drop_response';
+    },
+  };
+}
+
 export class FakeTransport implements Transport {
   sent = 0;
 
